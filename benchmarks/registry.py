@@ -1,0 +1,277 @@
+"""The benchmark registry: what a family's suite module declares.
+
+A suite module ``benchmarks/suites/<family>.py`` declares its benchmarks at
+import time with :func:`register`. Two kinds exist:
+
+- :class:`SpeedBenchmark`: a jaxcore kernel at stated sizes, timed against zero
+  or more :class:`Baseline` implementations of the same computation. Before
+  anything is timed, the kernel's output is checked against every baseline's
+  output; a disagreeing pair is reported as wrong and never timed.
+- :class:`QualityBenchmark`: a function that runs the method on real data and
+  returns :class:`Table` s of result metrics (and writes figures).
+
+Example (a complete speed benchmark)::
+
+    import numpy as np, jax, jax.numpy as jnp
+    from benchmarks.registry import Baseline, Case, SpeedBenchmark, register
+
+    def setup(size, key):
+        x = jax.random.normal(key, (size["n"],))
+        return Case(args=(x,), work=size["n"])
+
+    register(SpeedBenchmark(
+        name="core.cumsum", family="core",
+        kernel=jnp.cumsum,
+        setup=setup,
+        sizes=[{"n": 10_000}, {"n": 1_000_000}],
+        quick_sizes=[{"n": 10_000}],
+        baselines=[Baseline("numpy", np.cumsum)],
+        rtol=1e-4, atol=1e-4,
+        scaling=Scaling("n", [10_000, 100_000, 1_000_000]),
+    ))
+
+Sizes are dicts of named integers/floats so that YAML configs can override
+them (``benchmarks: {core.cumsum: {sizes: [{n: 100}]}}``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+Size = Mapping[str, Any]
+
+
+@dataclasses.dataclass
+class Case:
+    """Inputs for one size of a speed benchmark, built by ``setup(size, key)``.
+
+    Attributes:
+        args: positional arguments (arrays / pytrees) of the kernel. The kernel
+            is compiled as ``jax.jit(partial(kernel, **static))`` on these.
+        static: keyword arguments bound before compilation (Python scalars,
+            strings, modules' static config). Passed to baselines too.
+        baseline_args: per-baseline positional arguments, keyed by baseline
+            name (e.g. the same data as torch tensors). A baseline without an
+            entry receives ``args`` converted to NumPy arrays (leaves only).
+        work: the amount of work this size represents (events, pixels, DAGs
+            ...), used as the x axis of scaling fits and for throughput
+            (``work / second``). Defaults to ``None`` (no throughput column).
+        work_unit: unit of ``work`` for the report ("events", "DAGs", ...).
+        flops: analytic FLOP count of one kernel call, used when XLA's cost
+            analysis cannot see the work (e.g. inside ``while`` loops). If
+            ``None``, XLA's figure is used.
+        bytes: analytic bytes moved by one call, same convention as ``flops``.
+    """
+
+    args: tuple
+    static: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    baseline_args: Mapping[str, tuple] = dataclasses.field(default_factory=dict)
+    work: float | None = None
+    work_unit: str = ""
+    flops: float | None = None
+    bytes: float | None = None
+
+
+@dataclasses.dataclass
+class Baseline:
+    """Another implementation of the same computation as the kernel.
+
+    Attributes:
+        name: short label in the report ("numpy", "torch", "pot", "pgmpy"...).
+        fn: called as ``fn(*baseline_args, **static)``; returns a pytree of
+            arrays (NumPy, JAX or torch tensors) matching the kernel's output
+            as far as ``output`` (below) makes it comparable.
+        is_jax: if True the baseline is a JAX function; it is jit-compiled
+            ahead of time like the kernel and its compile time is reported.
+        output: optional map from the baseline's raw output to the kernel's
+            output structure before the agreement check (e.g. pick a field).
+        requires: names of importable modules the baseline needs; if one is
+            missing the baseline is reported as "unavailable" with the pip
+            command, and the kernel is still timed alone.
+        note: free text printed in the report beside the ratio.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    is_jax: bool = False
+    output: Callable[[Any], Any] | None = None
+    requires: Sequence[str] = ()
+    note: str = ""
+
+
+@dataclasses.dataclass
+class Scaling:
+    """Size sweep for ``--scaling``: vary ``param`` over ``values``.
+
+    The other size parameters are taken from the benchmark's first size.
+    The report fits log(time) = slope * log(work) + c by least squares.
+    """
+
+    param: str
+    values: Sequence[Any]
+
+
+@dataclasses.dataclass
+class SpeedBenchmark:
+    """A timed kernel with its baselines (see the module docstring).
+
+    Attributes:
+        name: "<family>.<what>", unique, e.g. "tpp.hawkes_loglik".
+        family: the suite name ("core", "tpp", "causal", ...).
+        kernel: the jaxcore callable; traced with ``jax.jit``.
+        setup: ``setup(size, key) -> Case``; builds inputs (not timed).
+        sizes: default sizes (the bare ``python -m benchmarks`` run).
+        quick_sizes: sizes under ``--quick`` (defaults to the first size).
+        baselines: other implementations, timed interleaved with the kernel.
+        check: optional ``check(kernel_out, baseline_out, case) -> None`` that
+            raises ``AssertionError`` with a message on disagreement. If None,
+            every leaf is compared with ``np.allclose(rtol, atol)``.
+        rtol, atol: tolerances of the default check.
+        scaling: optional size sweep for ``--scaling``.
+        target: optional minimum speed-up over a baseline, e.g.
+            ``{"torch": 10.0}``; the report marks whether it is met.
+        description: one line for ``--list`` and the report.
+    """
+
+    name: str
+    family: str
+    kernel: Callable[..., Any]
+    setup: Callable[[Size, Any], Case]
+    sizes: Sequence[Size]
+    quick_sizes: Sequence[Size] | None = None
+    baselines: Sequence[Baseline] = ()
+    check: Callable[[Any, Any, Case], None] | None = None
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    scaling: Scaling | None = None
+    target: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    description: str = ""
+
+    kind = "speed"
+
+
+@dataclasses.dataclass
+class Table:
+    """A table of quality results in the paper's format.
+
+    Attributes:
+        title: caption, e.g. "Split-Digits: average accuracy (5 seeds)".
+        columns: column headers.
+        rows: list of rows; cells are str, int, float, or ``(mean, std)``
+            tuples which the report renders as "mean ± std".
+        note: text printed under the table (data source, protocol).
+    """
+
+    title: str
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Any]]
+    note: str = ""
+
+
+@dataclasses.dataclass
+class QualityResult:
+    """What a quality benchmark returns.
+
+    Attributes:
+        tables: the result tables.
+        figures: paths (relative to the run's output folder) of PNGs written.
+        metrics: flat name -> number map, kept in the JSON for ``--compare``
+            and for closing notes (e.g. {"njdtpp.hawkes.test_nll": 0.61}).
+        notes: free text lines for the report (what was skipped and why).
+    """
+
+    tables: Sequence[Table] = ()
+    figures: Sequence[str] = ()
+    metrics: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    notes: Sequence[str] = ()
+
+
+@dataclasses.dataclass
+class QualityContext:
+    """Handed to a quality benchmark's ``run``.
+
+    Attributes:
+        params: the benchmark's ``params`` merged with ``quick_params`` under
+            ``--quick`` and with the config's ``quality.<name>`` overrides.
+        out_dir: folder (``pathlib.Path``) to write figures into.
+        key: a ``jax.random`` key (from the config's seed).
+        quick: True under ``--quick``.
+        progress: ``progress(message)`` to report what is running.
+    """
+
+    params: Mapping[str, Any]
+    out_dir: Any
+    key: Any
+    quick: bool
+    progress: Callable[[str], None]
+
+
+@dataclasses.dataclass
+class QualityBenchmark:
+    """A run of the method on real data producing tables of metrics.
+
+    Attributes:
+        name: "<family>.<what>", unique, e.g. "tpp.fit_real".
+        family: the suite name.
+        run: ``run(ctx: QualityContext) -> QualityResult``.
+        params: default parameters (the bare run's sizes); every key may be
+            overridden in YAML under ``quality: {<name>: {...}}``.
+        quick_params: overrides applied under ``--quick`` / the smoke config.
+        description: one line for ``--list`` and the report.
+    """
+
+    name: str
+    family: str
+    run: Callable[[QualityContext], QualityResult]
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    quick_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    description: str = ""
+
+    kind = "quality"
+
+
+Benchmark = SpeedBenchmark | QualityBenchmark
+
+_REGISTRY: dict[str, Benchmark] = {}
+
+
+def register(bench: Benchmark) -> Benchmark:
+    """Add a benchmark to the registry; names must be unique.
+
+    Raises:
+        ValueError: if the name is taken or does not start with its family.
+    """
+    if not isinstance(bench, (SpeedBenchmark, QualityBenchmark)):
+        raise TypeError(f"register() expects a SpeedBenchmark or QualityBenchmark, got {type(bench).__name__}")
+    if not bench.name.startswith(bench.family + "."):
+        raise ValueError(f"benchmark name {bench.name!r} must start with its family {bench.family!r} + '.'")
+    if bench.name in _REGISTRY:
+        raise ValueError(f"benchmark {bench.name!r} is registered twice")
+    _REGISTRY[bench.name] = bench
+    return bench
+
+
+def registry() -> dict[str, Benchmark]:
+    """The registered benchmarks by name (suites must be imported first)."""
+    return dict(_REGISTRY)
+
+
+def clear() -> None:
+    """Empty the registry (for the harness's own tests)."""
+    _REGISTRY.clear()
+
+
+def to_numpy(tree: Any) -> Any:
+    """Convert every leaf of a pytree (JAX, NumPy, torch, scalar) to NumPy."""
+    import jax
+
+    def conv(x: Any) -> Any:
+        if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch tensor
+            return x.detach().cpu().numpy()
+        return np.asarray(x)
+
+    return jax.tree_util.tree_map(conv, tree)

