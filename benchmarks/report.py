@@ -1,0 +1,276 @@
+"""Rendering a results document: Markdown report, terminal table, PNG plots."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+from typing import Any
+
+from .stats import fmt_seconds, fmt_si
+
+
+def _cell(x: Any) -> str:
+    if isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(v, (int, float)) or v is None for v in x):
+        m, s = x
+        if m is None:
+            return "-"
+        return f"{_num(m)} ± {_num(s)}" if s is not None else _num(m)
+    if isinstance(x, float):
+        return _num(x)
+    return "-" if x is None else str(x)
+
+
+def _num(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    if isinstance(x, int):
+        return str(x)
+    if x != 0 and (abs(x) >= 1e5 or abs(x) < 1e-3):
+        return f"{x:.3e}"
+    return f"{x:.4g}"
+
+
+def _size(size: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in size.items())
+
+
+def speed_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+    """One display row per (benchmark, size, baseline) of the speed records."""
+    rows = []
+    for rec in doc.get("results", []):
+        if rec.get("kind") != "speed":
+            continue
+        k = rec.get("kernel", {})
+        base = {
+            "benchmark": rec["name"], "size": _size(rec.get("size", {})), "status": rec.get("status", "?"),
+            "compile": fmt_seconds(k.get("compile_s")),
+            "kernel": (f"{fmt_seconds(k.get('median_s'))} ± {fmt_seconds(k.get('iqr_s'))}"
+                       if k.get("median_s") else "-"),
+            "flops": f"{100 * k['flops_frac']:.1f}%" if k.get("flops_frac") is not None else "-",
+            "bw": f"{100 * k['bytes_frac']:.1f}%" if k.get("bytes_frac") is not None else "-",
+            "throughput": (fmt_si(rec["throughput"], f" {rec.get('work_unit') or 'units'}/s")
+                           if rec.get("throughput") else "-"),
+        }
+        if rec.get("status") != "ok":
+            rows.append({**base, "baseline": "-", "speedup": "-", "target": "-",
+                         "note": (rec.get("error") or "").splitlines()[0][:120] if rec.get("error") else ""})
+            continue
+        if not rec.get("baselines"):
+            rows.append({**base, "baseline": "-", "speedup": "-", "target": "-", "note": ""})
+        for name, b in rec.get("baselines", {}).items():
+            if b.get("status") == "ok":
+                sp = f"{b['speedup']:.3g}x [{b.get('speedup_iqr', 0):.2g}]"
+                tgt = "-"
+                if "target" in b:
+                    tgt = f"{'met' if b['target_met'] else 'MISSED'} (>= {b['target']:g}x)"
+                note = b.get("note", "")
+            else:
+                sp, tgt = b.get("status", "?").upper(), "-"
+                note = (b.get("error") or "")[:160]
+            rows.append({**base, "baseline": f"{name} ({fmt_seconds(b.get('median_s'))})" if b.get("median_s")
+                         else name, "speedup": sp, "target": tgt, "note": note})
+    return rows
+
+
+SPEED_COLUMNS = [
+    ("benchmark", "benchmark"), ("size", "size"), ("status", "status"), ("compile", "compile"),
+    ("kernel", "kernel median ± IQR"), ("baseline", "baseline (median)"), ("speedup", "speed-up [IQR]"),
+    ("target", "target"), ("flops", "FLOP/s of peak"), ("bw", "bytes/s of peak"), ("throughput", "throughput"),
+    ("note", "note"),
+]
+
+
+def _md_table(columns: list[str], rows: list[list[str]]) -> str:
+    esc = [[str(c).replace("|", "\\|").replace("\n", " ") for c in r] for r in rows]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(r) + " |" for r in esc]
+    return "\n".join(lines)
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The Markdown report of a results document."""
+    m = doc.get("machine", {})
+    c = doc.get("ceilings", {})
+    out = [f"# jaxcore benchmark report ({doc.get('run_id', '')})", ""]
+    out.append(f"Status: **{doc.get('status')}**; updated {doc.get('updated')}.")
+    out.append("")
+    out.append(
+        f"Machine: {m.get('cpu_model')}, {m.get('cores')} cores, {_num(m.get('memory_gib'))} GiB; "
+        f"backend {m.get('backend')} ({m.get('device_count')} x {m.get('device_kind')}); "
+        f"python {m.get('python')}, jax {m.get('jax')}, jaxlib {m.get('jaxlib')}, x64={m.get('x64')}; "
+        f"commit {str(m.get('git_commit'))[:10]}{' (dirty)' if m.get('git_dirty') else ''}."
+    )
+    if c:
+        out.append("")
+        out.append(
+            f"Ceilings measured in this run: matrix product {fmt_si(c.get('matmul_flops_per_s'), 'FLOP/s')} "
+            f"(float32, n={c.get('matmul_n')}); copy {fmt_si(c.get('copy_bytes_per_s'), 'B/s')} "
+            f"({c.get('copy_mib')} MiB)."
+        )
+    if doc.get("peak_rss_mib"):
+        out.append(f"Peak resident memory of the run: {doc['peak_rss_mib']:.0f} MiB.")
+    out += ["", "How to read: *speed-up* is the median over interleaved repeats of baseline time / kernel time "
+            "(above 1: jaxcore is faster), with its interquartile range in brackets. Compile time is measured "
+            "apart (ahead-of-time lower + compile). *FLOP/s of peak* and *bytes/s of peak* compare the kernel's "
+            "XLA-counted (or analytic) work per second with the ceilings above. A baseline marked WRONG "
+            "disagreed with the kernel and was not timed.", ""]
+
+    families = sorted({r["family"] for r in doc.get("results", [])}, key=lambda f: (f != "core", f))
+    for fam in families:
+        out += [f"## {fam}", ""]
+        sub = {**doc, "results": [r for r in doc["results"] if r["family"] == fam]}
+        rows = speed_rows(sub)
+        if rows:
+            out += ["### Speed", "", _md_table([h for _, h in SPEED_COLUMNS],
+                                               [[r[k] for k, _ in SPEED_COLUMNS] for r in rows]), ""]
+        scal = [s for s in doc.get("scaling", []) if s.get("family") == fam]
+        if scal:
+            out += ["### Scaling", ""]
+            srows = []
+            for s in scal:
+                if s.get("status") == "ok":
+                    pts = ", ".join(f"{_num(w)}: {fmt_seconds(t)}" for w, t in zip(s["works"], s["medians_s"]))
+                    srows.append([s["name"], s["param"], f"{s['slope']:.2f}", pts])
+                else:
+                    srows.append([s["name"], s.get("param", "-"), "-", (s.get("error") or "").splitlines()[0][:120]])
+            out += [_md_table(["benchmark", "swept", "log-log slope", "work: median time"], srows), ""]
+        for rec in sub["results"]:
+            if rec.get("kind") != "quality":
+                continue
+            out += [f"### Quality: {rec['name']}", ""]
+            if rec.get("status") != "ok":
+                out += [f"**{rec.get('status', '?').upper()}**: {(rec.get('error') or '').splitlines()[0][:300]}", ""]
+                continue
+            for t in rec.get("tables", []):
+                out += [f"**{t['title']}**", "", _md_table(list(t["columns"]), [[_cell(x) for x in r] for r in t["rows"]])]
+                if t.get("note"):
+                    out += ["", t["note"]]
+                out.append("")
+            for note in rec.get("notes", []):
+                out.append(f"- {note}")
+            if rec.get("notes"):
+                out.append("")
+            for fig in rec.get("figures", []):
+                out += [f"![{fig}]({fig})", ""]
+            out.append(f"_{rec['name']} took {rec.get('elapsed_s', 0):.1f} s._")
+            out.append("")
+        for fig in doc.get("plots", {}).get(fam, []):
+            out += [f"![{fig}]({fig})", ""]
+
+    failures = [r for r in doc.get("results", []) if r.get("status") not in ("ok",)]
+    failures += [s for s in doc.get("scaling", []) if s.get("status") != "ok"]
+    if failures:
+        out += ["## Failures", ""]
+        for r in failures:
+            first = (r.get("error") or "").strip().splitlines()
+            out.append(f"- `{r['name']}` {_size(r.get('size', {}))}: **{r.get('status')}** "
+                       f"{first[-1] if first else ''}")
+        out.append("")
+    if doc.get("comparison"):
+        out += ["## Comparison with the previous run", "",
+                _md_table(["benchmark", "size", "old", "new", "new/old", "noise band", "verdict"],
+                          [[c["name"], _size(c["size"]), fmt_seconds(c["old_s"]), fmt_seconds(c["new_s"]),
+                            f"{c['ratio']:.2f}", f"±{100 * c['band']:.0f}%",
+                            "**SLOWER**" if c["verdict"] == "slower" else c["verdict"]]
+                           for c in doc["comparison"]]), ""]
+    return "\n".join(out) + "\n"
+
+
+def print_table(doc: dict[str, Any], console: Any) -> None:
+    """The speed table (and quality tables) on a rich console."""
+    from rich.table import Table as RichTable
+
+    rows = speed_rows(doc)
+    if rows:
+        t = RichTable(title="jaxcore speed", show_lines=False)
+        keys = [k for k, _ in SPEED_COLUMNS if k not in ("bw", "status")]
+        for k, h in SPEED_COLUMNS:
+            if k in keys:
+                t.add_column(h, overflow="fold", max_width=48 if k == "note" else None)
+        for r in rows:
+            style = None if r["status"] == "ok" and "WRONG" not in r["speedup"] else "red"
+            t.add_row(*[r[k] for k in keys], style=style)
+        console.print(t)
+    for rec in doc.get("results", []):
+        if rec.get("kind") != "quality":
+            continue
+        if rec.get("status") != "ok":
+            console.print(f"[red]{rec['name']}: {rec.get('status')}[/red] {(rec.get('error') or '').splitlines()[-1:]}")
+            continue
+        for tab in rec.get("tables", []):
+            t = RichTable(title=tab["title"])
+            for col in tab["columns"]:
+                t.add_column(str(col))
+            for r in tab["rows"]:
+                t.add_row(*[_cell(x) for x in r])
+            console.print(t)
+    for s in doc.get("scaling", []):
+        if s.get("status") == "ok":
+            console.print(f"scaling {s['name']} in {s['param']}: log-log slope {s['slope']:.2f}")
+    for c in doc.get("comparison", []) or []:
+        if c["verdict"] != "same":
+            console.print(f"{'[red]SLOWER[/red]' if c['verdict'] == 'slower' else 'faster'} {c['name']} "
+                          f"{_size(c['size'])}: {c['ratio']:.2f}x the previous time (noise band ±{100 * c['band']:.0f}%)")
+
+
+def plots(doc: dict[str, Any], out_dir: pathlib.Path) -> dict[str, list[str]]:
+    """Write PNGs: per family, speed-ups by benchmark; per sweep, the scaling curve.
+
+    Returns ``{family: [relative paths]}``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made: dict[str, list[str]] = {}
+    plot_dir = out_dir / "plots"
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    fams = sorted({r["family"] for r in doc.get("results", [])})
+    for fam in fams:
+        bars = []
+        for rec in doc["results"]:
+            if rec["family"] != fam or rec.get("kind") != "speed" or rec.get("status") != "ok":
+                continue
+            for name, b in rec.get("baselines", {}).items():
+                if b.get("status") == "ok":
+                    bars.append((f"{rec['name'].split('.', 1)[1]}\n{_size(rec['size'])}\nvs {name}",
+                                 b["speedup"], b.get("target")))
+        if not bars:
+            continue
+        fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(bars) + 1), 3.6))
+        xs = range(len(bars))
+        ax.bar(xs, [b[1] for b in bars], color=["tab:green" if b[1] >= 1 else "tab:red" for b in bars])
+        for x, b in zip(xs, bars):
+            if b[2]:
+                ax.plot([x - 0.4, x + 0.4], [b[2], b[2]], "k--", lw=1)
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([b[0] for b in bars], fontsize=6)
+        ax.set_ylabel("speed-up over baseline (x)")
+        ax.set_title(f"{fam}: jaxcore vs baselines (dashed: target)")
+        fig.tight_layout()
+        rel = f"plots/{fam}_speedup.png"
+        fig.savefig(out_dir / rel, dpi=110)
+        plt.close(fig)
+        made.setdefault(fam, []).append(rel)
+    for s in doc.get("scaling", []):
+        if s.get("status") != "ok":
+            continue
+        fig, ax = plt.subplots(figsize=(4.2, 3.4))
+        ax.loglog(s["works"], s["medians_s"], "o-", label="measured")
+        import numpy as np
+
+        w = np.asarray(s["works"], dtype=float)
+        ax.loglog(w, np.exp(s["intercept"]) * w ** s["slope"], "k--", lw=1, label=f"fit: slope {s['slope']:.2f}")
+        ax.set_xlabel(f"work ({s['param']})")
+        ax.set_ylabel("median time (s)")
+        ax.set_title(s["name"], fontsize=9)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        rel = f"plots/scaling_{s['name'].replace('.', '_')}.png"
+        fig.savefig(out_dir / rel, dpi=110)
+        plt.close(fig)
+        made.setdefault(s["family"], []).append(rel)
+    return made

@@ -1,0 +1,231 @@
+"""The results document: versioned schema, atomic incremental writes, comparison.
+
+Schema ``jaxcore-benchmarks`` version 1::
+
+    {
+      "schema": "jaxcore-benchmarks", "schema_version": 1,
+      "run_id": str, "created": ISO time, "updated": ISO time,
+      "status": "running" | "complete" | "interrupted" | "failed",
+      "machine": {hostname, cpu_model, cores, memory_gib, backend, device_kind,
+                  device_count, python, jax, jaxlib, numpy, packages{}, git_commit, git_dirty},
+      "config": {...},
+      "ceilings": {"matmul_flops_per_s": float, "copy_bytes_per_s": float, ...},
+      "results": [speed or quality records],
+      "scaling": [sweep records],
+      "comparison": [...]  (only with --compare),
+      "peak_rss_mib": float
+    }
+
+A speed record: ``{"kind": "speed", "name", "family", "size", "status"
+("ok" | "wrong" | "error" | "timeout"), "kernel": {...}, "baselines": {name:
+{...}}, "work", "work_unit", "error"}``. A quality record: ``{"kind":
+"quality", "name", "family", "status", "params", "tables", "figures",
+"metrics", "notes", "elapsed_s", "error"}``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import json
+import math
+import os
+import pathlib
+import platform
+import subprocess
+import tempfile
+from typing import Any
+
+from . import stats
+
+SCHEMA = "jaxcore-benchmarks"
+SCHEMA_VERSION = 1
+
+
+class SchemaError(ValueError):
+    """A results file is not a jaxcore benchmark document of a known version."""
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_gib() -> float | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _git() -> tuple[str | None, bool | None]:
+    root = pathlib.Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        ).stdout.strip() or None
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=root, capture_output=True, text=True, timeout=10,
+            ).stdout.strip()
+        )
+        return commit, dirty if commit else None
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def machine_info(backend: str) -> dict[str, Any]:
+    """Facts about the machine, the JAX backend and the software versions."""
+    import jax
+
+    devices = jax.devices(backend)
+    packages = {}
+    for dist in ("equinox", "diffrax", "optax", "numpyro", "flax", "chex", "ott-jax", "torch", "pot", "scipy"):
+        try:
+            packages[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    commit, dirty = _git()
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = os.cpu_count()
+    return {
+        "hostname": platform.node(),
+        "os": platform.platform(),
+        "cpu_model": _cpu_model(),
+        "cores": affinity,
+        "memory_gib": _memory_gib(),
+        "backend": backend,
+        "device_kind": devices[0].device_kind,
+        "device_count": len(devices),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "jaxlib": importlib.metadata.version("jaxlib"),
+        "numpy": importlib.metadata.version("numpy"),
+        "x64": bool(jax.config.jax_enable_x64),
+        "packages": packages,
+        "git_commit": commit,
+        "git_dirty": dirty,
+    }
+
+
+def _clean(obj: Any) -> Any:
+    """Make a value JSON-safe: NaN/inf -> None, numpy scalars -> Python."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    return str(obj)
+
+
+def write_json_atomic(path: str | os.PathLike, doc: dict[str, Any]) -> None:
+    """Write JSON to a temporary file in the same folder, then rename over ``path``.
+
+    A reader (or a crash) never sees a half-written file.
+    """
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
+        json.dump(_clean(doc), tmp, indent=1, allow_nan=False)
+        tmp.flush()
+        os.fsync(tmp.fileno())
+    os.replace(tmp.name, path)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Atomic text write (same scheme as :func:`write_json_atomic`)."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
+        tmp.write(text)
+    os.replace(tmp.name, path)
+
+
+def new_document(run_id: str, machine: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "created": now(),
+        "updated": now(),
+        "status": "running",
+        "machine": machine,
+        "config": config,
+        "ceilings": {},
+        "results": [],
+        "scaling": [],
+        "peak_rss_mib": None,
+    }
+
+
+def load(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a results JSON and check its schema.
+
+    Raises:
+        SchemaError: not a jaxcore results document, or a newer schema version.
+        FileNotFoundError: no such file.
+    """
+    with open(path) as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise SchemaError(f"{path} is not a jaxcore benchmark results file (schema field {doc.get('schema')!r})"
+                          if isinstance(doc, dict) else f"{path} is not a JSON object")
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise SchemaError(f"{path} has schema_version {version!r}; this jaxcore reads versions <= {SCHEMA_VERSION}")
+    for key in ("machine", "config", "results"):
+        if key not in doc:
+            raise SchemaError(f"{path} lacks the required field {key!r}")
+    return doc
+
+
+def _key(rec: dict[str, Any]) -> str:
+    return rec["name"] + " " + json.dumps(rec.get("size", {}), sort_keys=True)
+
+
+def compare(previous: dict[str, Any], current: dict[str, Any], *, rel_floor: float = 0.10) -> list[dict[str, Any]]:
+    """Compare kernel medians of two runs, size by size.
+
+    Returns one row per speed record present and timed in both runs:
+    ``{"name", "size", "old_s", "new_s", "ratio", "band", "verdict"}`` where
+    ``verdict`` is "slower" / "faster" / "same" from
+    :func:`benchmarks.stats.regression_verdict`.
+    """
+    old = {
+        _key(r): r for r in previous.get("results", [])
+        if r.get("kind") == "speed" and r.get("status") == "ok" and r.get("kernel", {}).get("median_s")
+    }
+    rows = []
+    for rec in current.get("results", []):
+        if rec.get("kind") != "speed" or rec.get("status") != "ok":
+            continue
+        prev = old.get(_key(rec))
+        if prev is None or not rec.get("kernel", {}).get("median_s"):
+            continue
+        k0, k1 = prev["kernel"], rec["kernel"]
+        verdict, ratio, band = stats.regression_verdict(
+            k0["median_s"], k0.get("iqr_s") or 0.0, k1["median_s"], k1.get("iqr_s") or 0.0, rel_floor=rel_floor
+        )
+        rows.append({
+            "name": rec["name"], "size": rec.get("size", {}), "old_s": k0["median_s"], "new_s": k1["median_s"],
+            "ratio": ratio, "band": band, "verdict": verdict,
+        })
+    return rows

@@ -1,0 +1,347 @@
+"""Running one benchmark: agreement check, compile, cost model, interleaved timing.
+
+Everything here returns plain records (dicts) that :mod:`benchmarks.results`
+writes; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import math
+import resource
+import signal
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import stats
+from .registry import Baseline, Case, QualityBenchmark, QualityContext, SpeedBenchmark, to_numpy
+
+# a single timed sample aims to last at least this long (repeat fast calls)
+MIN_SAMPLE_S = 2e-3
+MAX_NUMBER = 1000
+
+
+class BenchmarkTimeout(Exception):
+    """A benchmark ran past its hard time limit."""
+
+
+class Disagreement(AssertionError):
+    """Kernel and baseline outputs differ."""
+
+
+@contextlib.contextmanager
+def hard_timeout(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`BenchmarkTimeout` after ``seconds`` (main thread, POSIX only).
+
+    The signal is handled when control returns to Python, so a single long
+    XLA call finishes before the timeout fires.
+    """
+    if not seconds or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise BenchmarkTimeout(f"exceeded the time limit of {seconds:.0f} s")
+
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far, MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def block(tree: Any) -> Any:
+    """Wait for every JAX array in a pytree (no-op for NumPy / torch)."""
+    return jax.block_until_ready(tree)
+
+
+# --------------------------------------------------------------------------- ceilings
+
+
+def measure_ceilings(matmul_n: int = 2048, copy_mib: int = 256, repeats: int = 5) -> dict[str, Any]:
+    """The machine's achievable FLOP/s and bytes/s on the default JAX backend.
+
+    FLOP/s: a float32 ``n x n`` matrix product (``2 n^3`` FLOPs), best of ``repeats``.
+    Bytes/s: ``x + 1`` on a float32 array of ``copy_mib`` MiB (read + write = 2x
+    its size), best of ``repeats``. The best, not the median, is the ceiling.
+    """
+    key = jax.random.key(0)
+    a = jax.random.normal(key, (matmul_n, matmul_n), jnp.float32)
+    b = jax.random.normal(jax.random.fold_in(key, 1), (matmul_n, matmul_n), jnp.float32)
+    mm = jax.jit(jnp.matmul).lower(a, b).compile()
+    block(mm(a, b))
+    best_mm = min(_time_once(mm, (a, b)) for _ in range(repeats))
+    n_copy = copy_mib * 2**20 // 4
+    x = jnp.ones((n_copy,), jnp.float32)
+    cp = jax.jit(lambda v: v + 1.0).lower(x).compile()
+    block(cp(x))
+    best_cp = min(_time_once(cp, (x,)) for _ in range(repeats))
+    return {
+        "matmul_n": matmul_n,
+        "matmul_s": best_mm,
+        "matmul_flops_per_s": 2.0 * matmul_n**3 / best_mm,
+        "copy_mib": copy_mib,
+        "copy_s": best_cp,
+        "copy_bytes_per_s": 2.0 * n_copy * 4 / best_cp,
+    }
+
+
+def _time_once(fn: Callable[..., Any], args: tuple, number: int = 1) -> float:
+    t0 = time.perf_counter()
+    for _ in range(number):
+        out = fn(*args)
+    block(out)
+    return (time.perf_counter() - t0) / number
+
+
+def _calibrate(fn: Callable[..., Any], args: tuple) -> int:
+    """How many calls make one sample last ``MIN_SAMPLE_S``."""
+    t = _time_once(fn, args)
+    if t >= MIN_SAMPLE_S:
+        return 1
+    return int(min(MAX_NUMBER, math.ceil(MIN_SAMPLE_S / max(t, 1e-7))))
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def default_check(kernel_out: Any, baseline_out: Any, rtol: float, atol: float) -> None:
+    """Compare two pytrees leaf by leaf with ``np.allclose``; raise :class:`Disagreement`."""
+    k_leaves, k_def = jax.tree_util.tree_flatten(to_numpy(kernel_out))
+    b_leaves, b_def = jax.tree_util.tree_flatten(to_numpy(baseline_out))
+    if len(k_leaves) != len(b_leaves):
+        raise Disagreement(f"output structures differ: kernel {k_def}, baseline {b_def}")
+    for i, (k, b) in enumerate(zip(k_leaves, b_leaves)):
+        k = np.asarray(k, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        if k.shape != b.shape:
+            raise Disagreement(f"leaf {i}: shapes differ, kernel {k.shape} vs baseline {b.shape}")
+        if not np.all(np.isfinite(k)):
+            raise Disagreement(f"leaf {i}: kernel output has {int(np.sum(~np.isfinite(k)))} non-finite values")
+        if not np.allclose(k, b, rtol=rtol, atol=atol):
+            err = np.abs(k - b)
+            j = int(np.argmax(err - rtol * np.abs(b)))
+            raise Disagreement(
+                f"leaf {i}: max |kernel - baseline| = {err.max():.3g} (rtol={rtol}, atol={atol}); "
+                f"at flat index {j}: kernel {k.flat[j]:.6g} vs baseline {b.flat[j]:.6g}"
+            )
+
+
+def _cost(compiled: Any) -> dict[str, float | None]:
+    out: dict[str, float | None] = {"flops": None, "bytes": None}
+    try:
+        ca = compiled.cost_analysis()
+        if isinstance(ca, (list, tuple)):
+            ca = ca[0] if ca else {}
+        if ca:
+            flops = ca.get("flops")
+            out["flops"] = float(flops) if flops is not None and flops >= 0 else None
+            nbytes = ca.get("bytes accessed")
+            out["bytes"] = float(nbytes) if nbytes is not None and nbytes >= 0 else None
+    except Exception:  # cost analysis is best effort on every backend
+        pass
+    return out
+
+
+def _memory(compiled: Any) -> dict[str, int | None]:
+    try:
+        ma = compiled.memory_analysis()
+    except Exception:
+        return {}
+    if ma is None:
+        return {}
+    fields = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes", "generated_code_size_in_bytes")
+    return {f: int(getattr(ma, f)) for f in fields if hasattr(ma, f)}
+
+
+def _missing(requires: tuple[str, ...] | list[str]) -> list[str]:
+    return [m for m in requires if importlib.util.find_spec(m) is None]
+
+
+def _compile(fn: Callable[..., Any], case: Case, args: tuple) -> tuple[Callable[..., Any], float, Any]:
+    jitted = jax.jit(functools.partial(fn, **case.static))
+    t0 = time.perf_counter()
+    compiled = jitted.lower(*args).compile()
+    return compiled, time.perf_counter() - t0, compiled
+
+
+# --------------------------------------------------------------------------- speed
+
+
+def run_speed_size(
+    bench: SpeedBenchmark,
+    size: Mapping[str, Any],
+    key: Any,
+    *,
+    repeats: int,
+    min_repeats: int,
+    max_time_s: float,
+    ceilings: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Check, compile, and time ``bench`` at one size against its baselines.
+
+    Returns a speed record (see :mod:`benchmarks.results`). Exceptions from
+    the kernel propagate (the caller records them); a baseline that raises or
+    disagrees is recorded on that baseline alone, and is not timed.
+    """
+    rec: dict[str, Any] = {
+        "kind": "speed", "name": bench.name, "family": bench.family, "size": dict(size),
+        "status": "running", "baselines": {},
+    }
+    case = bench.setup(dict(size), key)
+    if not isinstance(case, Case):
+        raise TypeError(f"{bench.name}: setup must return a Case, got {type(case).__name__}")
+    rec["work"], rec["work_unit"] = case.work, case.work_unit
+
+    compiled, compile_s, exe = _compile(bench.kernel, case, case.args)
+    kernel_out = block(compiled(*case.args))
+    cost = _cost(exe)
+    flops = case.flops if case.flops is not None else cost["flops"]
+    nbytes = case.bytes if case.bytes is not None else cost["bytes"]
+    kernel = {"compile_s": compile_s, "flops": flops, "bytes": nbytes,
+              "flops_source": "analytic" if case.flops is not None else "xla",
+              "memory": _memory(exe)}
+    rec["kernel"] = kernel
+
+    # baselines: availability, agreement, then into the timing rotation
+    timed: list[tuple[Baseline, Callable[..., Any], tuple]] = []
+    for base in bench.baselines:
+        brec: dict[str, Any] = {"note": base.note}
+        rec["baselines"][base.name] = brec
+        missing = _missing(list(base.requires))
+        if missing:
+            brec["status"] = "unavailable"
+            brec["error"] = f"needs {', '.join(missing)}: pip install 'jaxcore[baselines]'"
+            continue
+        bargs = case.baseline_args.get(base.name)
+        if bargs is None:
+            bargs = to_numpy(case.args) if not base.is_jax else case.args
+        try:
+            if base.is_jax:
+                bfn, bcompile, _ = _compile(base.fn, case, bargs)
+                brec["compile_s"] = bcompile
+            else:
+                bfn = functools.partial(base.fn, **case.static)
+            bout = block(bfn(*bargs))
+            if base.output is not None:
+                bout = base.output(bout)
+            if bench.check is not None:
+                bench.check(kernel_out, bout, case)
+            else:
+                default_check(kernel_out, bout, bench.rtol, bench.atol)
+        except AssertionError as exc:
+            brec["status"] = "wrong"
+            brec["error"] = f"disagrees with the kernel, not timed: {exc}"
+            continue
+        except BenchmarkTimeout:
+            raise
+        except Exception as exc:
+            brec["status"] = "error"
+            brec["error"] = f"{type(exc).__name__}: {exc}"
+            brec["traceback"] = traceback.format_exc(limit=8)
+            continue
+        brec["status"] = "ok"
+        timed.append((base, bfn, bargs))
+
+    # interleaved timing: kernel, b1, b2, ..., kernel, b1, b2, ...
+    numbers = [_calibrate(compiled, case.args)] + [_calibrate(f, a) for _, f, a in timed]
+    samples: list[list[float]] = [[] for _ in numbers]
+    t_start = time.perf_counter()
+    for r in range(repeats):
+        samples[0].append(_time_once(compiled, case.args, numbers[0]))
+        for i, (_, f, a) in enumerate(timed, start=1):
+            samples[i].append(_time_once(f, a, numbers[i]))
+        if r + 1 >= min_repeats and time.perf_counter() - t_start > max_time_s:
+            break
+    med, iqr = stats.median_iqr(samples[0])
+    kernel.update({"median_s": med, "iqr_s": iqr, "times_s": samples[0], "number": numbers[0]})
+    if flops:
+        kernel["flops_per_s"] = flops / med
+        if ceilings and ceilings.get("matmul_flops_per_s"):
+            kernel["flops_frac"] = kernel["flops_per_s"] / ceilings["matmul_flops_per_s"]
+    if nbytes:
+        kernel["bytes_per_s"] = nbytes / med
+        if ceilings and ceilings.get("copy_bytes_per_s"):
+            kernel["bytes_frac"] = kernel["bytes_per_s"] / ceilings["copy_bytes_per_s"]
+    if case.work:
+        rec["throughput"] = case.work / med
+    for i, (base, _, _) in enumerate(timed, start=1):
+        brec = rec["baselines"][base.name]
+        bmed, biqr = stats.median_iqr(samples[i])
+        speedup, speedup_iqr = stats.paired_speedup(samples[0], samples[i])
+        brec.update({"median_s": bmed, "iqr_s": biqr, "times_s": samples[i], "number": numbers[i],
+                     "speedup": speedup, "speedup_iqr": speedup_iqr})
+        if base.name in bench.target:
+            brec["target"] = bench.target[base.name]
+            brec["target_met"] = bool(speedup >= bench.target[base.name])
+    rec["repeats"] = len(samples[0])
+    rec["status"] = "ok"
+    return rec
+
+
+def run_scaling(
+    bench: SpeedBenchmark,
+    param: str,
+    values: list[Any],
+    base_size: Mapping[str, Any],
+    key: Any,
+    *,
+    repeats: int,
+    max_time_s: float,
+) -> dict[str, Any]:
+    """Time the kernel alone over ``values`` of ``param`` and fit the log-log slope."""
+    rec: dict[str, Any] = {"name": bench.name, "family": bench.family, "param": param, "values": list(values),
+                           "works": [], "medians_s": [], "iqrs_s": [], "status": "running"}
+    for v in values:
+        size = dict(base_size)
+        size[param] = v
+        case = bench.setup(size, key)
+        compiled, _, _ = _compile(bench.kernel, case, case.args)
+        block(compiled(*case.args))
+        number = _calibrate(compiled, case.args)
+        samples = []
+        t0 = time.perf_counter()
+        for r in range(repeats):
+            samples.append(_time_once(compiled, case.args, number))
+            if r >= 1 and time.perf_counter() - t0 > max_time_s:
+                break
+        med, iqr = stats.median_iqr(samples)
+        rec["works"].append(float(case.work) if case.work else float(v))
+        rec["medians_s"].append(med)
+        rec["iqrs_s"].append(iqr)
+    rec["slope"], rec["intercept"] = stats.loglog_fit(rec["works"], rec["medians_s"])
+    rec["status"] = "ok"
+    return rec
+
+
+# --------------------------------------------------------------------------- quality
+
+
+def run_quality(bench: QualityBenchmark, ctx: QualityContext) -> dict[str, Any]:
+    """Run a quality benchmark; returns a quality record (exceptions propagate)."""
+    t0 = time.perf_counter()
+    result = bench.run(ctx)
+    tables = [
+        {"title": t.title, "columns": list(t.columns), "rows": [list(r) for r in t.rows], "note": t.note}
+        for t in result.tables
+    ]
+    return {
+        "kind": "quality", "name": bench.name, "family": bench.family, "status": "ok",
+        "params": dict(ctx.params), "tables": tables, "figures": list(result.figures),
+        "metrics": dict(result.metrics), "notes": list(result.notes), "elapsed_s": time.perf_counter() - t0,
+    }

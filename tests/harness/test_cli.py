@@ -1,0 +1,226 @@
+"""End-to-end behaviour of ``python -m benchmarks`` on planted benchmarks."""
+
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from benchmarks import cli, registry
+from benchmarks.registry import (
+    Baseline, Case, QualityBenchmark, QualityResult, Scaling, SpeedBenchmark, Table, register,
+)
+
+FAST = ["repeats=2", "max_time_s=0.5", "ceilings.matmul_n=64", "ceilings.copy_mib=1", "ceilings.repeats=1"]
+
+
+def _setup(size, key):
+    return Case(args=(jnp.arange(size["n"], dtype=jnp.float32),), work=size["n"], work_unit="elements")
+
+
+def _boom(x):
+    raise RuntimeError("planted failure")
+
+
+@pytest.fixture
+def planted(monkeypatch):
+    """Replace the registry by planted benchmarks for the duration of a test."""
+    saved = registry.registry()
+    registry.clear()
+    monkeypatch.setattr(cli, "discover_suites", lambda: (["fake"], {}))
+    yield register
+    registry.clear()
+    registry._REGISTRY.update(saved)
+
+
+def _run(tmp_path, *argv):
+    out = tmp_path / "out"
+    code = cli.main(["--out", str(out), "--quick", *argv, *FAST])
+    doc = json.loads((out / "results.json").read_text())
+    return code, doc, out
+
+
+def _by_name(doc):
+    return {r["name"]: r for r in doc["results"]}
+
+
+def test_good_kernel_is_timed_against_agreeing_baseline(planted, tmp_path):
+    planted(SpeedBenchmark(
+        name="fake.double", family="fake", kernel=lambda x: 2 * x, setup=_setup,
+        sizes=[{"n": 64}], baselines=[Baseline("numpy", lambda x: 2 * x)],
+        scaling=Scaling("n", [16, 64, 256]), target={"numpy": 1e-9},
+    ))
+    code, doc, out = _run(tmp_path, "--scaling")
+    assert code == 0
+    assert doc["status"] == "complete"
+    rec = _by_name(doc)["fake.double"]
+    assert rec["status"] == "ok"
+    assert rec["kernel"]["compile_s"] > 0
+    assert len(rec["kernel"]["times_s"]) == rec["repeats"] >= 2
+    b = rec["baselines"]["numpy"]
+    assert b["status"] == "ok" and b["speedup"] > 0 and b["target_met"] is True
+    assert len(b["times_s"]) == len(rec["kernel"]["times_s"])  # interleaved pairs
+    assert rec["throughput"] == pytest.approx(64 / rec["kernel"]["median_s"])
+    assert doc["ceilings"]["matmul_flops_per_s"] > 0 and doc["ceilings"]["copy_bytes_per_s"] > 0
+    [sc] = doc["scaling"]
+    assert sc["status"] == "ok" and sc["works"] == [16.0, 64.0, 256.0] and np.isfinite(sc["slope"])
+    assert (out / "report.md").read_text().count("fake.double") >= 2
+    assert list((out / "plots").glob("*.png")), "no PNG written"
+    for key in ("cpu_model", "cores", "backend", "device_kind", "device_count", "jax", "jaxlib", "python",
+                "git_commit"):
+        assert key in doc["machine"]
+
+
+def test_raising_kernel_keeps_other_results_and_exits_nonzero(planted, tmp_path):
+    planted(SpeedBenchmark(name="fake.a_boom", family="fake", kernel=_boom, setup=_setup, sizes=[{"n": 8}]))
+    planted(SpeedBenchmark(name="fake.b_ok", family="fake", kernel=lambda x: x + 1, setup=_setup, sizes=[{"n": 8}]))
+    code, doc, _ = _run(tmp_path)
+    assert code == 1
+    recs = _by_name(doc)
+    assert recs["fake.a_boom"]["status"] == "error"
+    assert "planted failure" in recs["fake.a_boom"]["error"]
+    assert recs["fake.b_ok"]["status"] == "ok" and recs["fake.b_ok"]["kernel"]["median_s"] > 0
+    assert doc["status"] == "failed"
+
+
+def test_disagreeing_baseline_is_reported_wrong_and_not_timed(planted, tmp_path):
+    planted(SpeedBenchmark(
+        name="fake.sum", family="fake", kernel=lambda x: jnp.sum(x), setup=_setup, sizes=[{"n": 10}],
+        baselines=[Baseline("off_by_one", lambda x: np.sum(x) + 1.0), Baseline("right", lambda x: np.sum(x)),
+                   Baseline("absent", lambda x: x, requires=("no_such_module_xyz",))],
+    ))
+    code, doc, out = _run(tmp_path)
+    assert code == 1
+    rec = _by_name(doc)["fake.sum"]
+    wrong = rec["baselines"]["off_by_one"]
+    assert wrong["status"] == "wrong"
+    assert "median_s" not in wrong and "times_s" not in wrong
+    assert "45" in wrong["error"] and "46" in wrong["error"]  # the values that disagree are shown
+    assert rec["baselines"]["right"]["status"] == "ok" and rec["baselines"]["right"]["median_s"] > 0
+    absent = rec["baselines"]["absent"]
+    assert absent["status"] == "unavailable" and "pip install" in absent["error"]
+    assert "WRONG" in (out / "report.md").read_text()
+
+
+def test_custom_check_is_used(planted, tmp_path):
+    def check(k, b, case):
+        assert float(k) == pytest.approx(float(b), rel=0.5), "too far"
+
+    planted(SpeedBenchmark(
+        name="fake.loose", family="fake", kernel=lambda x: jnp.sum(x), setup=_setup, sizes=[{"n": 10}],
+        baselines=[Baseline("close", lambda x: np.sum(x) * 1.2)], check=check,
+    ))
+    code, doc, _ = _run(tmp_path)
+    assert code == 0
+    assert _by_name(doc)["fake.loose"]["baselines"]["close"]["status"] == "ok"
+
+
+def test_timeout_is_recorded_and_run_continues(planted, tmp_path):
+    def slow_setup(size, key):
+        time.sleep(5)
+        return _setup(size, key)
+
+    planted(SpeedBenchmark(name="fake.a_slow", family="fake", kernel=lambda x: x, setup=slow_setup, sizes=[{"n": 4}]))
+    planted(SpeedBenchmark(name="fake.b_ok", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 4}]))
+    code, doc, _ = _run(tmp_path, "timeout_s=1")
+    assert code == 1
+    recs = _by_name(doc)
+    assert recs["fake.a_slow"]["status"] == "timeout"
+    assert recs["fake.b_ok"]["status"] == "ok"
+
+
+def test_interrupt_keeps_results(planted, tmp_path):
+    def interrupt(size, key):
+        raise KeyboardInterrupt
+
+    planted(SpeedBenchmark(name="fake.a_ok", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 4}]))
+    planted(SpeedBenchmark(name="fake.b_int", family="fake", kernel=lambda x: x, setup=interrupt, sizes=[{"n": 4}]))
+    code, doc, _ = _run(tmp_path)
+    assert code == 130
+    assert doc["status"] == "interrupted"
+    assert _by_name(doc)["fake.a_ok"]["status"] == "ok"
+
+
+def test_quality_benchmark_tables_are_kept(planted, tmp_path):
+    def run(ctx):
+        assert ctx.quick and ctx.params["epochs"] == 1 and ctx.params["lr"] == 0.5
+        return QualityResult(tables=[Table("acc", ["method", "accuracy"], [["a", (0.9, 0.01)], ["b", 0.8]])],
+                             metrics={"a.acc": 0.9})
+
+    planted(QualityBenchmark(name="fake.q", family="fake", run=run, params={"epochs": 10, "lr": 0.1},
+                             quick_params={"epochs": 1}))
+    code, doc, out = _run(tmp_path, "quality.fake.q.lr=0.5")
+    assert code == 0
+    rec = _by_name(doc)["fake.q"]
+    assert rec["tables"][0]["rows"][0] == ["a", [0.9, 0.01]]
+    assert rec["metrics"] == {"a.acc": 0.9}
+    assert "0.9 ± 0.01" in (out / "report.md").read_text()
+
+
+def test_compare_flag_marks_regression(planted, tmp_path):
+    planted(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x * 3, setup=_setup, sizes=[{"n": 32}]))
+    code, doc, out = _run(tmp_path)
+    assert code == 0
+    # plant an earlier run that was 10x faster, then compare against it
+    prev = dict(doc)
+    prev["results"] = [dict(r, kernel=dict(r["kernel"], median_s=r["kernel"]["median_s"] / 10, iqr_s=0.0))
+                       for r in doc["results"]]
+    prev_path = tmp_path / "prev.json"
+    prev_path.write_text(json.dumps(prev))
+    out2 = tmp_path / "out2"
+    code = cli.main(["--out", str(out2), "--quick", "--compare", str(prev_path), *FAST])
+    doc2 = json.loads((out2 / "results.json").read_text())
+    [row] = doc2["comparison"]
+    assert row["verdict"] == "slower"
+    assert "SLOWER" in (out2 / "report.md").read_text()
+
+
+def test_backend_error_lists_available(capsys):
+    code = cli.main(["--backend", "tpu", "--list"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "no TPU backend" in err and "available: cpu" in err
+
+
+def test_unknown_suite_and_bad_flags(planted, capsys):
+    planted(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 2}]))
+    assert cli.main(["--suite", "nope", "--list"]) == 0  # --list ignores --suite
+    assert cli.main(["--suite", "nope"]) == 2
+    assert "unknown suite(s) nope; available: fake" in capsys.readouterr().err
+    assert cli.main(["--repeats", "0"]) == 2
+    assert cli.main(["--config", "/no/such.yaml"]) == 2
+    assert cli.main(["not_a_key=3"]) == 2
+
+
+def test_list_shows_registered(planted, capsys):
+    planted(SpeedBenchmark(name="fake.listed", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 2}],
+                           description="a planted kernel"))
+    assert cli.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert "fake.listed" in out and "a planted kernel" in out
+
+
+def test_register_validates_names(planted):
+    with pytest.raises(ValueError, match="must start with its family"):
+        register(SpeedBenchmark(name="other.k", family="fake", kernel=lambda x: x, setup=_setup, sizes=[]))
+    register(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x, setup=_setup, sizes=[]))
+    with pytest.raises(ValueError, match="registered twice"):
+        register(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x, setup=_setup, sizes=[]))
+
+
+def test_x64_flag_is_applied(planted, tmp_path):
+    seen = {}
+
+    def setup(size, key):
+        seen["dtype"] = jnp.ones(1).dtype
+        return _setup(size, key)
+
+    planted(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x, setup=setup, sizes=[{"n": 2}]))
+    try:
+        code, doc, _ = _run(tmp_path, "--x64")
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    assert code == 0
+    assert seen["dtype"] == jnp.float64 and doc["machine"]["x64"] is True
