@@ -1,0 +1,76 @@
+"""Maximum-likelihood fitting of the classical point processes with optax."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+from jaxtyping import Array
+
+from ._common import check_int
+from .events import EventBatch, check_batch
+
+
+class FitResult(NamedTuple):
+    """Output of :func:`fit_mle`.
+
+    Attributes:
+        model: the fitted model (same class as the initial one).
+        losses: ``[steps]`` negative log-likelihood per event (nats) along the optimisation.
+    """
+
+    model: Any
+    losses: Array
+
+
+def fit_mle(model: Any, batch: EventBatch, *, steps: int = 500, optimizer: optax.GradientTransformation | None = None,
+            **loglik_kwargs: Any) -> FitResult:
+    """Fit a classical model (``Poisson``, ``Hawkes``, ``SelfCorrecting``) by maximum likelihood.
+
+    Minimises ``-sum_b log L_b / sum_b N_b`` over the model's unconstrained
+    parameters (``model.to_unconstrained()``; softplus/exp maps back) with an
+    optax optimizer, full batch, the ``steps`` iterations run in one ``lax.scan``.
+
+    Args:
+        model: initial model; provides ``to_unconstrained``, ``from_unconstrained``
+            and ``log_likelihood``.
+        batch: the training sequences.
+        steps: optimisation steps.
+        optimizer: an optax transformation (default ``optax.adam(0.05)``).
+        **loglik_kwargs: passed to ``model.log_likelihood``.
+
+    Returns:
+        A :class:`FitResult` ``(model, losses)``.
+
+    Raises:
+        TypeError: the model has no unconstrained parametrisation or batch is no EventBatch.
+        ValueError: ``steps < 1``.
+    """
+    check_batch(batch)
+    steps = check_int(steps, "steps")
+    if not hasattr(model, "to_unconstrained") or not hasattr(model, "log_likelihood"):
+        raise TypeError(f"model: expected a jaxcore.tpp classical model (Poisson, Hawkes, SelfCorrecting), "
+                        f"got {type(model).__name__}")
+    optimizer = optax.adam(0.05) if optimizer is None else optimizer
+    n_events = jnp.maximum(jnp.sum(batch.mask), 1)
+
+    @jax.jit
+    def run(u0, batch):
+        def loss_fn(u):
+            m = model.from_unconstrained(u)
+            return -jnp.sum(m.log_likelihood(batch, **loglik_kwargs)) / n_events
+
+        def step(carry, _):
+            u, state = carry
+            loss, g = jax.value_and_grad(loss_fn)(u)
+            updates, state = optimizer.update(g, state, u)
+            return (optax.apply_updates(u, updates), state), loss
+
+        (u, _), losses = jax.lax.scan(step, (u0, optimizer.init(u0)), None, length=steps)
+        return u, losses
+
+    u, losses = run(model.to_unconstrained(), batch)
+    return FitResult(model.from_unconstrained(u), losses)

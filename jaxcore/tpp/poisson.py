@@ -1,0 +1,127 @@
+"""Homogeneous (marked) Poisson process: constant intensities ``lambda_k = mu_k``.
+
+``log L = sum_i log mu_{m_i} - T sum_k mu_k``; the maximum-likelihood rate is
+``mu_k = N_k / T`` (count over total exposure). As a jump-diffusion,
+``d eta = 0`` with ``eta(0) = log mu`` and no jumps (Zhang et al., ICML 2024, Sec. 3).
+
+References:
+    D. J. Daley, D. Vere-Jones, "An Introduction to the Theory of Point
+    Processes, Vol. I", Springer 2003, Sec. 2.1 and Prop. 7.2.III.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
+
+from ._common import as_float, check_int, check_positive, check_positive_scalar
+from .events import EventBatch, check_batch, check_marks
+from .solver import JumpDiffusion
+
+
+class Poisson(eqx.Module):
+    """Homogeneous Poisson process with ``K`` event types of rates ``mu`` ``[K]`` (events per unit time).
+
+    References:
+        Daley & Vere-Jones (2003), Sec. 2.1.
+    """
+
+    mu: Float[Array, " K"]
+
+    def __init__(self, mu: Any):
+        mu = as_float(mu, "mu")
+        if mu.ndim == 0:
+            mu = mu[None]
+        if mu.ndim != 1:
+            raise ValueError(f"mu: expected shape [K], got {mu.shape}")
+        check_positive(mu, "mu")
+        self.mu = mu
+
+    @property
+    def num_marks(self) -> int:
+        """Number of event types ``K``."""
+        return self.mu.shape[0]
+
+    def intensity(self, batch: EventBatch, t: Float[Array, "batch query"]) -> Float[Array, "batch query K"]:
+        """``lambda_k(t) = mu_k`` at query times ``[B, Q]``; returns ``[B, Q, K]``."""
+        check_batch(batch)
+        check_marks(batch, self.num_marks)
+        t = jnp.asarray(t)
+        return jnp.broadcast_to(self.mu, t.shape + (self.num_marks,))
+
+    def compensator(self, batch: EventBatch, t: Float[Array, "batch query"] | None = None) -> Array:
+        """``Lambda_k(t) = mu_k t``: ``[B, Q, K]`` at ``t`` ``[B, Q]``, or ``[B, K]`` at ``T``."""
+        check_batch(batch)
+        check_marks(batch, self.num_marks)
+        t = batch.T if t is None else jnp.asarray(t)
+        return t[..., None] * self.mu
+
+    def log_likelihood(self, batch: EventBatch) -> Float[Array, " batch"]:
+        """``[B]`` exact log-likelihoods (nats): ``sum_i log mu_{m_i} - T sum_k mu_k``."""
+        check_batch(batch)
+        check_marks(batch, self.num_marks)
+        log_term = jnp.sum(jnp.where(batch.mask, jnp.log(self.mu)[batch.marks], 0.0), axis=1)
+        return log_term - batch.T * jnp.sum(self.mu)
+
+    def simulate(self, key: PRNGKeyArray, T: float, max_events: int, num_sequences: int
+                 ) -> tuple[EventBatch, Bool[Array, " batch"]]:
+        """Exact simulation on ``[0, T]``: cumulative sums of Exp(sum mu) gaps, types ~ Categorical(mu / sum mu).
+
+        Returns:
+            ``(batch, overflow)``: ``[B, L]`` buffers and ``[B]`` flags, True where more
+            than ``max_events`` events fell in ``[0, T]`` (truncated).
+        """
+        check_positive_scalar(T, "T")
+        L = check_int(max_events, "max_events")
+        B = check_int(num_sequences, "num_sequences")
+        k_gap, k_mark = jax.random.split(key)
+        dtype = self.mu.dtype
+        total = jnp.sum(self.mu)
+        gaps = jax.random.exponential(k_gap, (B, L + 1), dtype) / total
+        arrivals = jnp.cumsum(gaps, axis=1)
+        mask = arrivals[:, :L] <= T
+        overflow = arrivals[:, L] <= T
+        n = jnp.sum(mask, axis=1)
+        last = jnp.where(n > 0, jnp.take_along_axis(arrivals, jnp.maximum(n - 1, 0)[:, None], 1)[:, 0], 0.0)
+        times = jnp.where(mask, arrivals[:, :L], last[:, None])
+        marks = jax.random.categorical(k_mark, jnp.log(self.mu), shape=(B, L))
+        marks = jnp.where(mask, marks, 0).astype(jnp.int32)
+        return EventBatch(times, marks, mask, jnp.full((B,), T, dtype), self.num_marks), overflow
+
+    def fit_closed_form(self, batch: EventBatch) -> Poisson:
+        """The maximum-likelihood rates ``mu_k = N_k / sum_b T_b`` (counts floored at 1e-12)."""
+        check_batch(batch)
+        check_marks(batch, self.num_marks)
+        counts = jnp.sum(jax.nn.one_hot(batch.marks, self.num_marks) * batch.mask[..., None], axis=(0, 1))
+        return Poisson(jnp.maximum(counts / jnp.sum(batch.T), 1e-12).astype(self.mu.dtype))
+
+    def to_unconstrained(self) -> dict[str, Array]:
+        """``log mu`` for unconstrained optimisation."""
+        return {"mu": jnp.log(self.mu)}
+
+    def from_unconstrained(self, u: dict[str, Array]) -> Poisson:
+        """The model with ``mu = exp(u)``."""
+        return eqx.tree_at(lambda m: m.mu, self, jnp.exp(u["mu"]))
+
+    def jump_diffusion(self) -> PoissonSDE:
+        """``d eta = 0``, ``eta(0) = log mu``, no jumps."""
+        return PoissonSDE(self.mu)
+
+
+class PoissonSDE(JumpDiffusion):
+    """Poisson process as a (trivial) log-intensity jump-diffusion."""
+
+    mu: Float[Array, " K"]
+
+    def initial_state(self) -> Array:
+        return jnp.log(self.mu)
+
+    def drift(self, t, eta):
+        return jnp.zeros_like(eta)
+
+    def jump(self, t, eta):
+        return jnp.zeros((eta.shape[0], eta.shape[0]), eta.dtype)
