@@ -293,6 +293,7 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
                         rec["params"] = arg
                     console.print(f"[red]{b.name}: {status}[/red] {type(exc).__name__}: {str(exc)[:300]}")
                 rec["wall_s"] = time.perf_counter() - t0
+                rec["peak_rss_mib"] = runner.peak_rss_mib()
                 run.add(rec, "scaling" if what == "scaling" else "results")
                 progress.advance(bar)
     except KeyboardInterrupt:

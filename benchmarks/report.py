@@ -48,6 +48,8 @@ def speed_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
                        if k.get("median_s") else "-"),
             "flops": f"{100 * k['flops_frac']:.1f}%" if k.get("flops_frac") is not None else "-",
             "bw": f"{100 * k['bytes_frac']:.1f}%" if k.get("bytes_frac") is not None else "-",
+            "mem": (fmt_si(k["memory"].get("temp_size_in_bytes"), "B")
+                    if k.get("memory", {}).get("temp_size_in_bytes") is not None else "-"),
             "throughput": (fmt_si(rec["throughput"], f" {rec.get('work_unit') or 'units'}/s")
                            if rec.get("throughput") else "-"),
         }
@@ -75,7 +77,8 @@ def speed_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
 SPEED_COLUMNS = [
     ("benchmark", "benchmark"), ("size", "size"), ("status", "status"), ("compile", "compile"),
     ("kernel", "kernel median ± IQR"), ("baseline", "baseline (median)"), ("speedup", "speed-up [IQR]"),
-    ("target", "target"), ("flops", "FLOP/s of peak"), ("bw", "bytes/s of peak"), ("throughput", "throughput"),
+    ("target", "target"), ("flops", "FLOP/s of peak"), ("bw", "bytes/s of peak"), ("mem", "XLA temp memory"),
+    ("throughput", "throughput"),
     ("note", "note"),
 ]
 
@@ -183,7 +186,7 @@ def print_table(doc: dict[str, Any], console: Any) -> None:
     rows = speed_rows(doc)
     if rows:
         t = RichTable(title="jaxcore speed", show_lines=False)
-        keys = [k for k, _ in SPEED_COLUMNS if k not in ("bw", "status")]
+        keys = [k for k, _ in SPEED_COLUMNS if k not in ("bw", "status", "mem")]
         for k, h in SPEED_COLUMNS:
             if k in keys:
                 t.add_column(h, overflow="fold", max_width=48 if k == "note" else None)
