@@ -1,0 +1,127 @@
+"""Image quality metrics: PSNR and SSIM (the latter agreeing with scikit-image)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+__all__ = ["psnr", "ssim"]
+
+
+def _check_pair(x, ref) -> None:
+    if x.shape != ref.shape:
+        raise ValueError(f"x and ref must have the same shape, got {tuple(x.shape)} and {tuple(ref.shape)}")
+    if x.ndim < 3:
+        raise ValueError(f"images must have shape [..., H, W, C], got shape {tuple(x.shape)}")
+
+
+def psnr(x: Float[Array, "*batch H W C"], ref: Float[Array, "*batch H W C"], data_range: float = 1.0) -> Array:
+    """Peak signal-to-noise ratio in dB, per image.
+
+    ``PSNR = 10 log10(data_range^2 / MSE)``, ``MSE`` the mean over ``H, W, C``.
+
+    Args:
+        x: estimate ``[..., H, W, C]``.
+        ref: reference (clean) image, same shape.
+        data_range: peak value (1 for images in [0, 1]).
+
+    Returns:
+        ``[...]`` PSNR in dB (``inf`` where ``x == ref``).
+
+    Raises:
+        ValueError: shape mismatch or fewer than 3 dimensions; ``data_range <= 0``.
+    """
+    _check_pair(x, ref)
+    if not data_range > 0:
+        raise ValueError(f"data_range must be > 0, got {data_range}")
+    mse = jnp.mean((jnp.asarray(x) - jnp.asarray(ref)) ** 2, axis=(-3, -2, -1))
+    return 10.0 * jnp.log10(data_range**2 / mse)
+
+
+def _filter_1d(x: Array, taps: Array, axis: int) -> Array:
+    """Correlate along ``axis`` with odd ``taps``, symmetric ('reflect' in SciPy) boundary."""
+    r = (taps.shape[0] - 1) // 2
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (r, r)
+    xp = jnp.pad(x, pad, mode="symmetric")
+    n = x.shape[axis]
+    out = 0.0
+    for i in range(taps.shape[0]):
+        out = out + taps[i] * jax.lax.slice_in_dim(xp, i, i + n, axis=axis)
+    return out
+
+
+def ssim(
+    x: Float[Array, "*batch H W C"],
+    ref: Float[Array, "*batch H W C"],
+    data_range: float = 1.0,
+    *,
+    win_size: int | None = None,
+    gaussian_weights: bool = False,
+    sigma: float = 1.5,
+    use_sample_covariance: bool = True,
+    k1: float = 0.01,
+    k2: float = 0.03,
+) -> Array:
+    """Mean structural similarity per image, as ``skimage.metrics.structural_similarity``.
+
+    ``SSIM = (2 mu_x mu_y + C1)(2 s_xy + C2) / ((mu_x^2 + mu_y^2 + C1)(s_x^2 + s_y^2 + C2))``
+    with local statistics over a ``win_size`` uniform (or Gaussian) window,
+    ``C1 = (k1 L)^2``, ``C2 = (k2 L)^2``; the map is averaged over pixels at least
+    ``(win_size - 1)/2`` from the border and over channels, exactly as scikit-image
+    does with ``channel_axis=-1`` (symmetric boundary for the filters).
+
+    Args:
+        x, ref: ``[..., H, W, C]`` images (order does not matter: SSIM is symmetric).
+        data_range: ``L``, the dynamic range (1 for [0, 1] images).
+        win_size: odd window side; default 7, or 11 with ``gaussian_weights``.
+        gaussian_weights: Gaussian window of std ``sigma`` (Wang et al.'s setting).
+        sigma: std of the Gaussian window, in pixels.
+        use_sample_covariance: normalise by ``N - 1`` instead of ``N``.
+        k1, k2: the stabilising constants.
+
+    Returns:
+        ``[...]`` mean SSIM.
+
+    Raises:
+        ValueError: shapes differ; ``win_size`` even or larger than the image.
+
+    References:
+        Wang, Bovik, Sheikh & Simoncelli, "Image quality assessment: from error
+        visibility to structural similarity", IEEE TIP 2004, eq. (13).
+    """
+    _check_pair(x, ref)
+    if win_size is None:
+        win_size = 2 * int(3.5 * sigma + 0.5) + 1 if gaussian_weights else 7
+    if win_size % 2 != 1 or win_size < 3:
+        raise ValueError(f"win_size must be odd and >= 3, got {win_size}")
+    if win_size > min(x.shape[-3], x.shape[-2]):
+        raise ValueError(f"win_size {win_size} exceeds the image side {min(x.shape[-3], x.shape[-2])}")
+    x = jnp.asarray(x)
+    ref = jnp.asarray(ref).astype(x.dtype)
+    if gaussian_weights:
+        r = (win_size - 1) // 2
+        t = np.arange(-r, r + 1, dtype=np.float64)
+        taps = np.exp(-0.5 * (t / sigma) ** 2)
+        taps = jnp.asarray(taps / taps.sum(), x.dtype)
+    else:
+        taps = jnp.full((win_size,), 1.0 / win_size, x.dtype)
+    npix = win_size**2
+    cov_norm = npix / (npix - 1) if use_sample_covariance else 1.0
+
+    def filt(u):
+        return _filter_1d(_filter_1d(u, taps, -3), taps, -2)
+
+    ux, uy = filt(x), filt(ref)
+    uxx, uyy, uxy = filt(x * x), filt(ref * ref), filt(x * ref)
+    vx = cov_norm * (uxx - ux * ux)
+    vy = cov_norm * (uyy - uy * uy)
+    vxy = cov_norm * (uxy - ux * uy)
+    c1 = (k1 * data_range) ** 2
+    c2 = (k2 * data_range) ** 2
+    s = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux**2 + uy**2 + c1) * (vx + vy + c2))
+    p = (win_size - 1) // 2
+    s = s[..., p : x.shape[-3] - p, p : x.shape[-2] - p, :]
+    return jnp.mean(s, axis=(-3, -2, -1))

@@ -1,0 +1,429 @@
+"""SNORE and plug-and-play baselines as jit-compiled ``lax.scan`` loops.
+
+Problem: ``min_x F(x, y) + alpha R_sigma(x)`` with ``F(x, y) = ||A x - y||^2 / (2 sigma_y^2)``
+(:mod:`jaxcore.inverse.operators`) and the SNORE regulariser
+``R_sigma(x) = -E_z[log p_sigma(x + sigma z)]``, ``z ~ N(0, I)``, whose gradient is
+``(1/sigma^2) E_z[x - D_sigma(x + sigma z)]`` (Tweedie), ``D_sigma`` an MMSE denoiser.
+
+Algorithms (one image ``[H, W, C]``; batch with :func:`restore_batch`, which vmaps
+over images and over random seeds):
+
+- :func:`snore`: ``x <- x - delta grad F(x) - delta alpha/sigma^2 (x - mean_j D_sigma(x + sigma z_j))``
+  (``n_samples`` noise draws per step, vmapped), with per-iteration schedules of
+  ``sigma``, ``alpha`` and ``delta`` (:func:`constant_schedule`, :func:`annealed_schedule`);
+  ``prox=True`` gives SNORE-Prox: ``x <- prox_{delta F}(x - delta alpha/sigma^2 (x - D(x + sigma z)))``.
+- :func:`annealed_snore`: SNORE along :func:`annealed_schedule`.
+- :func:`red`: RED gradient descent ``x <- x - delta (grad F(x) + alpha/sigma^2 (x - D_sigma(x)))``
+  (``prox=True``: RED-Prox).
+- :func:`pnp_pgd`: ``x <- D_sigma(x - tau grad F(x))``; :func:`pnp_hqs`: ``x <- D_sigma(prox_{tau F}(x))``.
+
+References:
+    Renaud, Prost, Leclaire & Papadakis, "Plug-and-play image restoration with
+    stochastic denoising regularization", ICML 2024, Algorithms 1-2 (SNORE, Annealed SNORE).
+    Romano, Elad & Milanfar, "The little engine that could: regularization by denoising (RED)",
+    SIAM J. Imaging Sci. 2017. Venkatakrishnan, Bouman & Wohlberg, "Plug-and-play priors for
+    model based reconstruction", GlobalSIP 2013. Zhang et al., "Plug-and-play image restoration
+    with deep denoiser prior", IEEE TPAMI 2021 (HQS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .denoisers import AbstractDenoiser
+from .operators import AbstractOperator
+from .metrics import psnr as _psnr
+
+__all__ = [
+    "Schedule",
+    "RestorationResult",
+    "constant_schedule",
+    "annealed_schedule",
+    "snore",
+    "snore_prox",
+    "annealed_snore",
+    "red",
+    "pnp_pgd",
+    "pnp_hqs",
+    "restore_batch",
+    "METHODS",
+]
+
+
+class Schedule(NamedTuple):
+    """Per-iteration parameters of an iterative method (all ``[n_iter]`` arrays).
+
+    Attributes:
+        sigma: denoiser noise level (pixel units of a [0, 1] image).
+        alpha: regularisation weight.
+        step_size: ``delta`` (gradient step) or ``tau`` (PnP step).
+    """
+
+    sigma: Array
+    alpha: Array
+    step_size: Array
+
+    @property
+    def n_iter(self) -> int:
+        return int(self.sigma.shape[0])
+
+
+class RestorationResult(NamedTuple):
+    """Output of a restoration loop.
+
+    Attributes:
+        x: the final iterate ``[..., H, W, C]``.
+        psnr: ``[..., n_iter]`` PSNR (dB) of each iterate against ``x_true``, or None.
+        fidelity: ``[..., n_iter]`` data term ``F(x_k, y)`` of each iterate, or None.
+    """
+
+    x: Array
+    psnr: Array | None = None
+    fidelity: Array | None = None
+
+
+def _check_nonneg(name: str, value) -> np.ndarray:
+    v = np.asarray(value, np.float64)
+    if np.any(v < 0) or not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} must be finite and >= 0, got {value}")
+    return v
+
+
+def constant_schedule(n_iter: int, *, sigma: float, alpha: float = 1.0, step_size: float = 1.0, dtype=None) -> Schedule:
+    """The same ``(sigma, alpha, step_size)`` at each of ``n_iter`` iterations.
+
+    Raises:
+        ValueError: ``n_iter < 1`` or a negative parameter.
+    """
+    if not (isinstance(n_iter, (int, np.integer)) and n_iter >= 1):
+        raise ValueError(f"n_iter must be a positive integer, got {n_iter!r}")
+    for name, v in (("sigma", sigma), ("alpha", alpha), ("step_size", step_size)):
+        _check_nonneg(name, v)
+    dtype = dtype or jnp.result_type(float)
+    full = lambda v: jnp.full((n_iter,), v, dtype)  # noqa: E731
+    return Schedule(full(sigma), full(alpha), full(step_size))
+
+
+def annealed_schedule(
+    *,
+    sigma_start: float,
+    sigma_end: float,
+    alpha_start: float,
+    alpha_end: float,
+    step_size: float,
+    n_stages: int = 16,
+    iters_per_stage: int = 100,
+    final_iters: int = 300,
+    spacing: str = "geometric",
+    dtype=None,
+) -> Schedule:
+    """Annealed-SNORE schedule: ``n_stages`` stages from large to small ``sigma``, then a final phase.
+
+    Stage ``i`` (``i = 0..n_stages-1``) runs ``iters_per_stage`` iterations at
+    ``sigma_i`` and ``alpha_i`` interpolated from the start to the end values
+    (geometrically or linearly), then ``final_iters`` iterations at the end
+    values; the step size is constant.
+
+    Returns:
+        A :class:`Schedule` of ``n_stages * iters_per_stage + final_iters`` iterations.
+
+    Raises:
+        ValueError: non-positive counts, negative values, or unknown ``spacing``.
+
+    References:
+        Renaud et al., ICML 2024, Algorithm 2 (Annealed SNORE).
+    """
+    if n_stages < 1 or iters_per_stage < 0 or final_iters < 0 or n_stages * iters_per_stage + final_iters < 1:
+        raise ValueError(
+            f"need n_stages >= 1 and a positive total iteration count, got {n_stages}, {iters_per_stage}, {final_iters}"
+        )
+    for name, v in (("sigma_start", sigma_start), ("sigma_end", sigma_end), ("alpha_start", alpha_start),
+                    ("alpha_end", alpha_end), ("step_size", step_size)):
+        _check_nonneg(name, v)
+    t = np.linspace(0.0, 1.0, n_stages) if n_stages > 1 else np.ones(1)
+    if spacing == "geometric":
+        if min(sigma_start, sigma_end, alpha_start, alpha_end) <= 0:
+            raise ValueError("geometric spacing needs sigma_* > 0 and alpha_* > 0")
+        sig = sigma_start * (sigma_end / sigma_start) ** t
+        alp = alpha_start * (alpha_end / alpha_start) ** t
+    elif spacing == "linear":
+        sig = sigma_start + (sigma_end - sigma_start) * t
+        alp = alpha_start + (alpha_end - alpha_start) * t
+    else:
+        raise ValueError(f"spacing must be 'geometric' or 'linear', got {spacing!r}")
+    sig = np.concatenate([np.repeat(sig, iters_per_stage), np.full(final_iters, sigma_end)])
+    alp = np.concatenate([np.repeat(alp, iters_per_stage), np.full(final_iters, alpha_end)])
+    dtype = dtype or jnp.result_type(float)
+    return Schedule(jnp.asarray(sig, dtype), jnp.asarray(alp, dtype), jnp.full(sig.shape, step_size, dtype))
+
+
+def _validate(y, operator, denoiser, schedule, sigma_y, x0):
+    if not isinstance(operator, AbstractOperator):
+        raise TypeError(f"operator must be an AbstractOperator, got {type(operator).__name__}")
+    if not (isinstance(denoiser, AbstractDenoiser) or callable(denoiser)):
+        raise TypeError(f"denoiser must be callable as D(x, sigma), got {type(denoiser).__name__}")
+    if not isinstance(schedule, Schedule):
+        raise TypeError(f"schedule must be a Schedule, got {type(schedule).__name__}")
+    if y.ndim != 3:
+        raise ValueError(f"y must be one image [H, W, C] (use restore_batch for batches), got shape {tuple(y.shape)}")
+    if x0 is not None and x0.shape != y.shape:
+        raise ValueError(f"x0 must have y's shape {tuple(y.shape)}, got {tuple(x0.shape)}")
+    sy = jnp.asarray(sigma_y)
+    if not isinstance(sy, jax.core.Tracer):
+        if not float(sy) > 0:
+            raise ValueError(f"sigma_y must be > 0, got {float(sy)}")
+
+
+def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip: bool, track: bool):
+    """Scan ``x <- step(x, sigma, alpha, delta, key_k)`` along the schedule."""
+    if key is None:
+        key = jax.random.key(0)
+    n = schedule.n_iter
+    keys = jax.random.split(key, n)
+
+    def body(x, inp):
+        sig, alp, dlt, k = inp
+        x = step(x, sig, alp, dlt, k)
+        if clip:
+            x = jnp.clip(x, 0.0, 1.0)
+        out = ()
+        if track:
+            fid = operator.data_fidelity(x, y, 1.0)
+            out = (_psnr(x, x_true) if x_true is not None else jnp.zeros((), x.dtype), fid)
+        return x, out
+
+    sched = jax.tree.map(lambda a: a.astype(x0.dtype), schedule)
+    x, out = jax.lax.scan(body, x0, (sched.sigma, sched.alpha, sched.step_size, keys))
+    if track:
+        return RestorationResult(x, out[0] if x_true is not None else None, out[1])
+    return RestorationResult(x)
+
+
+def _snore_step(operator, denoiser, y, sigma_y, n_samples, prox, antithetic):
+    def regularizer_grad(x, sig, key):
+        if antithetic:
+            half = jax.random.normal(key, ((n_samples + 1) // 2,) + x.shape, x.dtype)
+            z = jnp.concatenate([half, -half])[:n_samples]
+        else:
+            z = jax.random.normal(key, (n_samples,) + x.shape, x.dtype)
+        den = denoiser(x[None] + sig * z, sig)
+        return (x - jnp.mean(den, axis=0)) / sig**2
+
+    def step(x, sig, alp, dlt, key):
+        g = alp * regularizer_grad(x, sig, key)
+        if prox:
+            return operator.data_prox(x - dlt * g, y, sigma_y, dlt)
+        return x - dlt * (operator.data_grad(x, y, sigma_y) + g)
+
+    return step
+
+
+def snore(
+    key,
+    y: Float[Array, "H W C"],
+    operator: AbstractOperator,
+    denoiser: AbstractDenoiser,
+    schedule: Schedule,
+    sigma_y,
+    *,
+    x0: Float[Array, "H W C"] | None = None,
+    n_samples: int = 1,
+    prox: bool = False,
+    antithetic: bool = False,
+    clip: bool = True,
+    x_true: Float[Array, "H W C"] | None = None,
+    track: bool = False,
+) -> RestorationResult:
+    """SNORE: stochastic gradient descent on ``F(x, y) + alpha R_sigma(x)``.
+
+    ``x_{k+1} = x_k - delta_k grad F(x_k) - delta_k alpha_k / sigma_k^2 (x_k - mean_j D_{sigma_k}(x_k + sigma_k z_{k,j}))``,
+    ``z_{k,j} ~ N(0, I)``, ``j = 1..n_samples`` (the samples are batched through the
+    denoiser). With ``prox=True`` (SNORE-Prox) the data term is handled by its
+    proximal operator instead: ``x_{k+1} = prox_{delta_k F}(x_k - delta_k alpha_k grad R)``.
+
+    Args:
+        key: PRNG key (the same key gives the same result).
+        y: observation ``[H, W, C]``.
+        operator: forward model ``A`` (:mod:`jaxcore.inverse.operators`).
+        denoiser: ``D(x, sigma)``.
+        schedule: per-iteration ``sigma``, ``alpha``, ``delta`` (:func:`constant_schedule`,
+            :func:`annealed_schedule`).
+        sigma_y: observation noise std (> 0).
+        x0: initial iterate (default ``y``).
+        n_samples: noise draws averaged per step (static).
+        prox: SNORE-Prox (static).
+        antithetic: draw ``z`` in pairs ``(z, -z)`` (variance reduction; static).
+        clip: project each iterate on [0, 1] (static).
+        x_true: clean image for PSNR tracking.
+        track: also return per-iteration PSNR and ``F(x_k, y) sigma_y^2`` (static).
+
+    Returns:
+        :class:`RestorationResult`.
+
+    Raises:
+        TypeError: wrong operator/denoiser/schedule type.
+        ValueError: ``y`` not ``[H, W, C]``, ``x0`` shape mismatch, ``sigma_y <= 0``;
+            operator shape/channel mismatches (from the operator).
+
+    References:
+        Renaud, Prost, Leclaire & Papadakis, ICML 2024, Algorithm 1 and eq. (6).
+    """
+    _validate(y, operator, denoiser, schedule, sigma_y, x0)
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    step = _snore_step(operator, denoiser, y, sigma_y, n_samples, prox, antithetic)
+    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track)
+
+
+def snore_prox(key, y, operator, denoiser, schedule, sigma_y, **kwargs) -> RestorationResult:
+    """SNORE-Prox: :func:`snore` with ``prox=True`` (see there)."""
+    return snore(key, y, operator, denoiser, schedule, sigma_y, prox=True, **kwargs)
+
+
+def annealed_snore(key, y, operator, denoiser, sigma_y, *, schedule: Schedule | None = None, **kwargs):
+    """Annealed SNORE: :func:`snore` along an :func:`annealed_schedule`.
+
+    ``schedule`` defaults to 16 geometric stages of sigma from ``max(1.8 sigma_y, 40/255)``
+    (clipped to 50/255) down to ``max(sigma_y, 5/255)``, alpha from 0.5 to 1,
+    step size 0.1 (``kwargs`` are passed to :func:`snore`).
+    """
+    if schedule is None:
+        sy = float(sigma_y)
+        schedule = annealed_schedule(
+            sigma_start=min(max(1.8 * sy, 40 / 255), 50 / 255), sigma_end=max(sy, 5 / 255),
+            alpha_start=0.5, alpha_end=1.0, step_size=0.1,
+        )
+    return snore(key, y, operator, denoiser, schedule, sigma_y, **kwargs)
+
+
+def red(
+    y, operator, denoiser, schedule: Schedule, sigma_y, *, x0=None, prox: bool = False, clip: bool = True,
+    x_true=None, track: bool = False, key=None,
+) -> RestorationResult:
+    """RED: gradient descent ``x <- x - delta (grad F(x) + alpha/sigma^2 (x - D_sigma(x)))``.
+
+    ``prox=True`` gives RED-Prox ``x <- prox_{delta F}(x - delta alpha/sigma^2 (x - D_sigma(x)))``.
+    Arguments as in :func:`snore` (``key`` is unused: RED is deterministic).
+
+    References:
+        Romano, Elad & Milanfar, SIAM J. Imaging Sci. 2017, eq. (38).
+    """
+    _validate(y, operator, denoiser, schedule, sigma_y, x0)
+
+    def step(x, sig, alp, dlt, _):
+        g = alp * (x - denoiser(x, sig)) / sig**2
+        if prox:
+            return operator.data_prox(x - dlt * g, y, sigma_y, dlt)
+        return x - dlt * (operator.data_grad(x, y, sigma_y) + g)
+
+    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track)
+
+
+def pnp_pgd(
+    y, operator, denoiser, schedule: Schedule, sigma_y, *, x0=None, clip: bool = True, x_true=None,
+    track: bool = False, key=None,
+) -> RestorationResult:
+    """Plug-and-play proximal gradient descent ``x <- D_sigma(x - tau grad F(x))``.
+
+    ``tau`` is ``schedule.step_size`` (``alpha`` is unused). Arguments as in :func:`snore`.
+
+    References:
+        Venkatakrishnan, Bouman & Wohlberg, GlobalSIP 2013; Hurault et al., ICLR 2022, eq. (5).
+    """
+    _validate(y, operator, denoiser, schedule, sigma_y, x0)
+
+    def step(x, sig, alp, dlt, _):
+        return denoiser(x - dlt * operator.data_grad(x, y, sigma_y), sig)
+
+    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track)
+
+
+def pnp_hqs(
+    y, operator, denoiser, schedule: Schedule, sigma_y, *, x0=None, clip: bool = True, x_true=None,
+    track: bool = False, key=None,
+) -> RestorationResult:
+    """Plug-and-play half-quadratic splitting ``x <- D_sigma(prox_{tau F}(x))``.
+
+    ``tau`` is ``schedule.step_size``. Arguments as in :func:`snore`.
+
+    References:
+        Zhang, Li, Zuo, Zhang, Van Gool & Timofte, "Plug-and-play image restoration with
+        deep denoiser prior", IEEE TPAMI 2021, eqs. (6)-(7).
+    """
+    _validate(y, operator, denoiser, schedule, sigma_y, x0)
+
+    def step(x, sig, alp, dlt, _):
+        return denoiser(operator.data_prox(x, y, sigma_y, dlt), sig)
+
+    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track)
+
+
+#: Methods :func:`restore_batch` accepts, by name.
+METHODS: dict[str, Callable] = {
+    "snore": snore,
+    "snore_prox": snore_prox,
+    "red": lambda key, *a, **k: red(*a, key=key, **k),
+    "red_prox": lambda key, *a, **k: red(*a, key=key, prox=True, **k),
+    "pnp_pgd": lambda key, *a, **k: pnp_pgd(*a, key=key, **k),
+    "pnp_hqs": lambda key, *a, **k: pnp_hqs(*a, key=key, **k),
+}
+
+
+def restore_batch(
+    method: str,
+    keys,
+    ys: Float[Array, "n_images H W C"],
+    operator: AbstractOperator,
+    denoiser: AbstractDenoiser,
+    schedule: Schedule,
+    sigma_y,
+    *,
+    operator_batched: bool = False,
+    x0s=None,
+    x_true=None,
+    **kwargs,
+) -> RestorationResult:
+    """Run ``method`` on a batch of images and seeds, vmapped over both (jit it for speed).
+
+    Args:
+        method: a key of :data:`METHODS` ("snore", "snore_prox", "red", "red_prox", "pnp_pgd", "pnp_hqs").
+        keys: ``[n_seeds]`` PRNG keys (one run per image and key).
+        ys: observations ``[n_images, H, W, C]``.
+        operator: forward model, shared by all images, or (``operator_batched=True``)
+            an operator whose array leaves carry a leading ``n_images`` axis
+            (e.g. from ``jax.vmap(Inpainting)(masks)``).
+        denoiser, schedule, sigma_y, kwargs: as in :func:`snore`.
+        x0s: initial iterates ``[n_images, H, W, C]`` (default ``ys``).
+        x_true: clean images ``[n_images, H, W, C]`` for PSNR tracking.
+
+    Returns:
+        :class:`RestorationResult` with ``x`` of shape ``[n_images, n_seeds, H, W, C]``
+        (traces ``[n_images, n_seeds, n_iter]``).
+
+    Raises:
+        ValueError: unknown ``method``; ``ys`` not 4-D; mismatched batch sizes.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
+    if ys.ndim != 4:
+        raise ValueError(f"ys must have shape [n_images, H, W, C], got shape {tuple(ys.shape)}")
+    for name, arr in (("x0s", x0s), ("x_true", x_true)):
+        if arr is not None and arr.shape != ys.shape:
+            raise ValueError(f"{name} must have ys's shape {tuple(ys.shape)}, got {tuple(arr.shape)}")
+    fn = METHODS[method]
+    x0s = ys if x0s is None else x0s
+    op_axes = jax.tree.map(lambda _: 0, operator) if operator_batched else None
+
+    def one(key, y, op, x0, xt):
+        return fn(key, y, op, denoiser, schedule, sigma_y, x0=x0, x_true=xt, **kwargs)
+
+    over_seeds = jax.vmap(one, in_axes=(0, None, None, None, None))
+    over_images = jax.vmap(over_seeds, in_axes=(None, 0, op_axes, 0, 0 if x_true is not None else None))
+    return over_images(keys, ys, operator, x0s, x_true)

@@ -1,0 +1,156 @@
+"""Tests of jaxcore.inverse.operators: adjoints, brute-force convolution, data gradients and proxes."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcore.inverse.operators import (
+    Blur,
+    Identity,
+    Inpainting,
+    add_gaussian_noise,
+    degrade,
+    gaussian_kernel,
+    motion_kernel,
+    random_mask,
+    uniform_kernel,
+)
+
+H, W = 12, 10
+
+
+def _ops(key, channels=3):
+    k1, k2 = jax.random.split(key)
+    return {
+        "gaussian": Blur(gaussian_kernel(5, 1.2), (H, W)),
+        "uniform": Blur(uniform_kernel(3), (H, W)),
+        "motion": Blur(motion_kernel(k1, 7), (H, W)),
+        "asym": Blur(jax.random.uniform(k2, (4, 3, channels), jnp.float64), (H, W)),
+        "inpaint": Inpainting(random_mask(k1, (H, W), 0.5)),
+        "inpaint_c": Inpainting(random_mask(k2, (H, W), 0.3, channels=channels)),
+        "identity": Identity(),
+    }
+
+
+@pytest.mark.parametrize("name", ["gaussian", "uniform", "motion", "asym", "inpaint", "inpaint_c", "identity"])
+def test_adjoint_identity(x64, key, name):
+    op = _ops(key)[name]
+    kx, ky = jax.random.split(jax.random.key(1))
+    x = jax.random.normal(kx, (2, H, W, 3), jnp.float64)
+    y = jax.random.normal(ky, (2, H, W, 3), jnp.float64)
+    lhs = jnp.sum(op(x) * y)
+    rhs = jnp.sum(x * op.adjoint(y))
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-12)
+
+
+def test_blur_matches_brute_force_circular_convolution(x64):
+    rng = np.random.default_rng(0)
+    k = rng.random((3, 5))
+    x = rng.standard_normal((6, 7, 2))
+    op = Blur(jnp.asarray(k), (6, 7))
+    out = np.asarray(op(jnp.asarray(x)))
+    ref = np.zeros_like(x)
+    for i in range(6):
+        for j in range(7):
+            for u in range(3):
+                for v in range(5):
+                    ref[i, j] += k[u, v] * x[(i - u + 1) % 6, (j - v + 2) % 7]
+    np.testing.assert_allclose(out, ref, atol=1e-12)
+
+
+def test_symmetric_kernel_blur_is_self_adjoint_and_preserves_mean(x64, key):
+    op = Blur(jnp.asarray(gaussian_kernel(5, 1.0), jnp.float64), (H, W))
+    x = jax.random.uniform(key, (H, W, 1), jnp.float64)
+    np.testing.assert_allclose(op(x), op.adjoint(x), atol=1e-12)
+    np.testing.assert_allclose(jnp.mean(op(x)), jnp.mean(x), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["gaussian", "motion", "asym", "inpaint", "inpaint_c", "identity"])
+def test_data_grad_matches_autodiff_and_prox_is_optimal(x64, key, name):
+    op = _ops(key)[name]
+    kx, ky, kz = jax.random.split(jax.random.key(2), 3)
+    x = jax.random.normal(kx, (H, W, 3), jnp.float64)
+    y = jax.random.normal(ky, (H, W, 3), jnp.float64)
+    sy, tau = 0.3, 0.7
+    g = op.data_grad(x, y, sy)
+    g_ad = jax.grad(lambda u: op.data_fidelity(u, y, sy))(x)
+    np.testing.assert_allclose(g, g_ad, atol=1e-10)
+    z = jax.random.normal(kz, (H, W, 3), jnp.float64)
+    p = op.data_prox(z, y, sy, tau)
+    # optimality of argmin tau F(x) + |x - z|^2 / 2: tau grad F(p) + p - z = 0
+    np.testing.assert_allclose(tau * op.data_grad(p, y, sy) + p - z, 0.0, atol=1e-10)
+
+
+def test_lipschitz_bounds_normal_operator(x64, key):
+    op = _ops(key)["motion"]
+    x = jax.random.normal(key, (H, W, 1), jnp.float64)
+    for _ in range(200):  # power iteration
+        x = op.adjoint(op(x))
+        x = x / jnp.linalg.norm(x)
+    est = jnp.sum(x * op.adjoint(op(x)))
+    np.testing.assert_allclose(est, op.lipschitz(), rtol=1e-6)
+
+
+def test_kernels_are_normalised_and_valid(key):
+    for k in (gaussian_kernel(9, 2.0), uniform_kernel(9), motion_kernel(key, 25)):
+        assert k.ndim == 2 and k.shape[0] == k.shape[1]
+        np.testing.assert_allclose(jnp.sum(k), 1.0, rtol=1e-5)
+        assert jnp.all(k >= 0)
+    mk = motion_kernel(key, 25)
+    assert int(jnp.sum(mk > 0)) > 25  # a trajectory, not a point
+    np.testing.assert_array_equal(mk, motion_kernel(key, 25))
+    assert not np.allclose(mk, motion_kernel(jax.random.key(9), 25))
+    with pytest.raises(ValueError, match="size"):
+        gaussian_kernel(4, 1.0)
+    with pytest.raises(ValueError, match="std"):
+        gaussian_kernel(5, 0.0)
+    with pytest.raises(ValueError, match="intensity"):
+        motion_kernel(key, 25, intensity=2.0)
+
+
+def test_random_mask_fraction(key):
+    m = random_mask(key, (200, 200), 0.5)
+    assert m.shape == (200, 200, 1)
+    assert abs(float(jnp.mean(m)) - 0.5) < 0.01
+    with pytest.raises(ValueError, match="missing"):
+        random_mask(key, (4, 4), 1.5)
+
+
+def test_shape_and_channel_errors(key):
+    blur = Blur(jnp.ones((3, 3, 3)) / 9, (H, W))
+    with pytest.raises(ValueError, match="channels"):
+        blur(jnp.zeros((H, W, 1)))
+    with pytest.raises(ValueError, match="spatial shape"):
+        blur(jnp.zeros((H + 1, W, 3)))
+    with pytest.raises(ValueError, match="fit"):
+        Blur(jnp.ones((20, 3)), (H, W))
+    inp = Inpainting(jnp.ones((H, W)))
+    with pytest.raises(ValueError, match="spatial shape"):
+        inp(jnp.zeros((H, W + 2, 3)))
+    inp_c = Inpainting(jnp.ones((H, W, 3)))
+    with pytest.raises(ValueError, match="3 channels"):
+        inp_c(jnp.zeros((H, W, 1)))
+    with pytest.raises(ValueError, match="mask"):
+        Inpainting(jnp.ones((H,)))
+
+
+def test_noise_and_degrade(key):
+    x = jnp.full((64, 64, 3), 0.5)
+    y = add_gaussian_noise(key, x, 0.1)
+    np.testing.assert_allclose(jnp.std(y - x), 0.1, rtol=0.05)
+    np.testing.assert_array_equal(y, add_gaussian_noise(key, x, 0.1))
+    with pytest.raises(ValueError, match="sigma"):
+        add_gaussian_noise(key, x, -0.1)
+    op = Blur(uniform_kernel(3), (64, 64))
+    np.testing.assert_allclose(degrade(key, x, op, 0.0), x, atol=1e-6)
+    bad = x.at[0, 0, 0].set(1.5)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        degrade(key, bad, op, 0.01)
+    y_clip = degrade(key, bad, op, 0.0, clip=True)
+    assert float(jnp.max(y_clip)) <= 1.0 + 1e-6
+    with pytest.raises(ValueError, match="sigma_y"):
+        degrade(key, x, op, -1.0)
+    # inside jit the range check is a runtime error, not a silent result
+    with pytest.raises(Exception, match=r"\[0, 1\]"):
+        jax.jit(lambda v: degrade(key, v, op, 0.01))(bad).block_until_ready()
