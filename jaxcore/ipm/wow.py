@@ -1,0 +1,416 @@
+"""Wasserstein-over-Wasserstein distance WoW_p between laws of random probability measures.
+
+Given hierarchical samples P_1..P_{n1} ~ Q1 and R_1..R_{n2} ~ Q2 (each a
+discrete measure), the empirical WoW_p is the p-Wasserstein distance between
+(1/n1) sum_i delta_{P_i} and (1/n2) sum_j delta_{R_j} on the space of
+measures, with ground cost the inner Wasserstein distance W_p:
+
+    WoW_p^p = min_{pi in Pi(1/n1, 1/n2)} sum_ij pi_ij W_p^p(P_i, R_j).
+
+Inner costs: exact 1-D W_p by sorting (quantile functions), or entropic
+optimal transport (OTT-JAX Sinkhorn) for measures on R^d. Outer problem: an
+exact assignment (equal n, uniform weights) or exact LP (unequal n) through a
+host callback, or entropic OT (OTT-JAX Sinkhorn, jit-native).
+
+References:
+    M. Catalano, H. Lavenant. "Hierarchical Integral Probability Metrics: A
+    distance on random probability measures with low sample complexity."
+    ICML 2024, Section 2 (WoW, Eq. (2)).
+    G. Peyre, M. Cuturi. "Computational Optimal Transport." Foundations and
+    Trends in ML, 2019, Remark 2.30 (1-D OT by sorting).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from ._sorting import argsort_last, sort_last
+from .samples import HierarchicalSample, hierarchical_sample
+
+__all__ = [
+    "wasserstein_1d",
+    "inner_cost_matrix",
+    "outer_ot_cost",
+    "wow",
+]
+
+
+# ----------------------------------------------------------------------------
+# 1-D Wasserstein distances by sorting
+# ----------------------------------------------------------------------------
+
+
+def _sorted_with_cdf(x: Array, w: Array) -> tuple[Array, Array]:
+    """Sort atoms and return (sorted atoms, cumulative weights normalised to end at 1)."""
+    order = argsort_last(x)
+    xs = x[order]
+    cw = jnp.cumsum(w[order])
+    return xs, cw / cw[-1]
+
+
+def _wpp_sorted(xs: Array, cx: Array, ys: Array, cy: Array, p: float) -> Array:
+    """W_p^p between two 1-D discrete measures given sorted atoms and cdf values.
+
+    W_p^p = int_0^1 |F^{-1}(t) - G^{-1}(t)|^p dt, evaluated exactly on the merged
+    breakpoints of the two piecewise-constant quantile functions.
+    """
+    t = sort_last(jnp.concatenate([cx, cy]))
+    t_prev = jnp.concatenate([jnp.zeros((1,), t.dtype), t[:-1]])
+    dt = t - t_prev
+    mid = 0.5 * (t + t_prev)
+    ix = jnp.clip(jnp.searchsorted(cx, mid, side="left"), 0, xs.shape[0] - 1)
+    iy = jnp.clip(jnp.searchsorted(cy, mid, side="left"), 0, ys.shape[0] - 1)
+    return jnp.sum(dt * _abs_pow(xs[ix] - ys[iy], p))
+
+
+def _abs_pow(z: Array, p: float) -> Array:
+    if p == 1:
+        return jnp.abs(z)
+    if p == 2:
+        return z * z
+    return jnp.abs(z) ** p
+
+
+def wasserstein_1d(
+    x: Float[Array, " m1"],
+    y: Float[Array, " m2"],
+    x_weights: Float[Array, " m1"] | None = None,
+    y_weights: Float[Array, " m2"] | None = None,
+    p: float = 1.0,
+) -> Float[Array, ""]:
+    """Exact p-Wasserstein distance between two discrete measures on the line.
+
+    W_p(mu, nu) = (int_0^1 |F_mu^{-1}(t) - F_nu^{-1}(t)|^p dt)^{1/p}, computed by
+    sorting (O((m1 + m2) log(m1 + m2))); with equal sizes and uniform weights
+    it is (mean_k |x_(k) - y_(k)|^p)^{1/p}.
+
+    Args:
+        x: ``[m1]`` atoms of mu.
+        y: ``[m2]`` atoms of nu.
+        x_weights: ``[m1]`` non-negative weights summing to one (default uniform).
+        y_weights: ``[m2]`` likewise.
+        p: order, ``p >= 1`` (static).
+
+    Returns:
+        Scalar W_p, in the units of the atoms.
+
+    Raises:
+        ValueError: ``p < 1`` or arrays that are not 1-D / mismatched weights.
+
+    References:
+        G. Peyre, M. Cuturi. "Computational Optimal Transport", 2019, Remark 2.30.
+    """
+    p = _check_p(p)
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    if x.ndim != 1 or y.ndim != 1:
+        raise ValueError(f"x and y must be 1-D arrays of atoms, got shapes {x.shape} and {y.shape}")
+    dtype = jnp.result_type(x.dtype, y.dtype, float)
+    x, y = x.astype(dtype), y.astype(dtype)
+    if x_weights is None and y_weights is None and x.shape == y.shape:
+        val = jnp.mean(_abs_pow(sort_last(x) - sort_last(y), p))
+    else:
+        wx = jnp.full(x.shape, 1.0 / x.shape[0], dtype) if x_weights is None else jnp.asarray(x_weights, dtype)
+        wy = jnp.full(y.shape, 1.0 / y.shape[0], dtype) if y_weights is None else jnp.asarray(y_weights, dtype)
+        if wx.shape != x.shape or wy.shape != y.shape:
+            raise ValueError(
+                f"weights must match atoms: x {x.shape} vs x_weights {wx.shape}, y {y.shape} vs y_weights {wy.shape}"
+            )
+        xs, cx = _sorted_with_cdf(x, wx)
+        ys, cy = _sorted_with_cdf(y, wy)
+        val = _wpp_sorted(xs, cx, ys, cy, p)
+    return val ** (1.0 / p)
+
+
+def _check_p(p: Any) -> float:
+    try:
+        p = float(p)
+    except (TypeError, ValueError):
+        raise TypeError(f"p must be a Python number >= 1 (static), got {type(p).__name__}") from None
+    if not p >= 1.0 or not np.isfinite(p):
+        raise ValueError(f"p must be a finite number >= 1, got {p}")
+    return p
+
+
+# ----------------------------------------------------------------------------
+# Inner cost matrices
+# ----------------------------------------------------------------------------
+
+def _cost_uniform_1d(x: Array, y: Array, p: float) -> Array:
+    """[n1, n2] matrix of W_p^p for equal m and uniform weights (sorted atoms).
+
+    Accumulates |x_i(k) - y_j(k)|^p over the quantile index k with a scan, so
+    every step is an elementwise [n1, n2] update: 14 ms at n = 256, m = 1000
+    on one CPU core, against 42 ms for a vmapped row-wise reduction over k.
+    """
+    xs = sort_last(x).T
+    ys = sort_last(y).T
+
+    def body(acc: Array, k: Array) -> tuple[Array, None]:
+        return acc + _abs_pow(xs[k][:, None] - ys[k][None, :], p), None
+
+    acc0 = jnp.zeros((x.shape[0], y.shape[0]), jnp.result_type(x.dtype, y.dtype))
+    acc, _ = jax.lax.scan(body, acc0, jnp.arange(xs.shape[0]), unroll=4)
+    return acc / xs.shape[0]
+
+
+def _cost_general_1d(s1: HierarchicalSample, s2: HierarchicalSample, p: float) -> Array:
+    """[n1, n2] matrix of W_p^p for weighted measures by merged quantile functions."""
+    xs, cx = jax.vmap(_sorted_with_cdf)(s1.atoms, s1.weights)
+    ys, cy = jax.vmap(_sorted_with_cdf)(s2.atoms, s2.weights)
+
+    def row(args: tuple[Array, Array]) -> Array:
+        xi, ci = args
+        return jax.vmap(lambda yj, cj: _wpp_sorted(xi, ci, yj, cj, p))(ys, cy)
+
+    return jax.lax.map(row, (xs, cx))
+
+
+def _entropic_cost(cost: Array, a: Array, b: Array, epsilon: float, max_iterations: int) -> Array:
+    """Transport cost <pi, C> of the entropic OT plan (OTT-JAX Sinkhorn, epsilon relative to mean cost)."""
+    from ott.geometry import geometry
+    from ott.problems.linear import linear_problem
+    from ott.solvers.linear import sinkhorn
+
+    geom = geometry.Geometry(cost_matrix=cost, epsilon=epsilon, relative_epsilon="mean")
+    out = sinkhorn.Sinkhorn(max_iterations=max_iterations)(linear_problem.LinearProblem(geom, a=a, b=b))
+    return jnp.sum(out.matrix * cost)
+
+
+def _cost_sinkhorn(
+    s1: HierarchicalSample, s2: HierarchicalSample, p: float, epsilon: float, max_iterations: int
+) -> Array:
+    """[n1, n2] matrix of entropic W_p^p (transport cost of the Sinkhorn plan)."""
+    x = s1.atoms if s1.atoms.ndim == 3 else s1.atoms[..., None]
+    y = s2.atoms if s2.atoms.ndim == 3 else s2.atoms[..., None]
+
+    def pair(xi: Array, wi: Array, yj: Array, wj: Array) -> Array:
+        diff = xi[:, None, :] - yj[None, :, :]
+        dist2 = jnp.sum(diff * diff, axis=-1)
+        if p == 2:
+            c = dist2
+        else:
+            c = jnp.where(dist2 > 0, jnp.sqrt(jnp.where(dist2 > 0, dist2, 1.0)), 0.0) ** p
+        return _entropic_cost(c, wi, wj, epsilon, max_iterations)
+
+    row = lambda args: jax.vmap(lambda yj, wj: pair(args[0], args[1], yj, wj))(y, s2.weights)  # noqa: E731
+    return jax.lax.map(row, (x, s1.weights))
+
+
+def inner_cost_matrix(
+    sample1: HierarchicalSample | Any,
+    sample2: HierarchicalSample | Any,
+    p: float = 1.0,
+    *,
+    inner: Literal["exact", "sinkhorn"] = "exact",
+    epsilon: float = 1e-2,
+    max_iterations: int = 2000,
+) -> Float[Array, "n1 n2"]:
+    """Matrix of inner costs W_p^p(P_i, R_j) between the measures of two hierarchical samples.
+
+    C_ij = W_p^p(P_i, R_j). ``inner="exact"`` (measures on R): sorting, with a
+    fast path when both samples have uniform weights and equal m (C_ij =
+    mean_k |x_i(k) - y_j(k)|^p over sorted atoms); otherwise merged quantile
+    functions. ``inner="sinkhorn"`` (any d): the transport cost <pi_eps, c>
+    of the entropic plan, c = |x - y|^p, with epsilon relative to the mean
+    cost (OTT-JAX); an upper bound of W_p^p converging to it as epsilon -> 0.
+
+    Args:
+        sample1: :class:`HierarchicalSample` or ``[n1, m1]`` / ``[n1, m1, d]`` atoms.
+        sample2: likewise, ``[n2, m2(, d)]``, same d.
+        p: order ``p >= 1`` (static).
+        inner: "exact" (d = 1 only) or "sinkhorn".
+        epsilon: entropic regularisation, relative to the mean cost (sinkhorn only).
+        max_iterations: Sinkhorn iterations cap (sinkhorn only).
+
+    Returns:
+        ``[n1, n2]`` matrix of W_p^p, in (units of the atoms)^p.
+
+    Raises:
+        ValueError: invalid samples (see :func:`hierarchical_sample`), mismatched
+            d, unknown ``inner``, or ``inner="exact"`` with d > 1.
+
+    References:
+        Catalano & Lavenant, ICML 2024, Section 2; Cuturi, "Sinkhorn distances",
+        NeurIPS 2013.
+    """
+    p = _check_p(p)
+    s1 = hierarchical_sample(sample1, name="sample1")
+    s2 = hierarchical_sample(sample2, name="sample2")
+    _check_pair(s1, s2)
+    if inner not in ("exact", "sinkhorn"):
+        raise ValueError(f"inner must be 'exact' or 'sinkhorn', got {inner!r}")
+    if inner == "exact":
+        if s1.atoms.ndim == 3 and s1.atoms.shape[2] > 1:
+            raise ValueError(
+                f"inner='exact' supports measures on R only (atoms [n, m] or [n, m, 1]); got d = "
+                f"{s1.atoms.shape[2]}; use inner='sinkhorn'"
+            )
+        s1, s2 = _squeeze(s1), _squeeze(s2)
+        return _inner_exact(s1, s2, p)
+    if not float(epsilon) > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon}")
+    return _cost_sinkhorn(s1, s2, p, float(epsilon), int(max_iterations))
+
+
+def _inner_exact(s1: HierarchicalSample, s2: HierarchicalSample, p: float) -> Array:
+    if s1.uniform and s2.uniform and s1.m == s2.m:
+        return _cost_uniform_1d(s1.atoms, s2.atoms, p)
+    return _cost_general_1d(s1, s2, p)
+
+
+def _squeeze(s: HierarchicalSample) -> HierarchicalSample:
+    if s.atoms.ndim == 3:
+        return HierarchicalSample(s.atoms[..., 0], s.weights, s.uniform)
+    return s
+
+
+def _check_pair(s1: HierarchicalSample, s2: HierarchicalSample) -> None:
+    if s1.dim != s2.dim:
+        raise ValueError(
+            f"sample1 and sample2 must live in the same dimension, got atoms {tuple(s1.atoms.shape)} and "
+            f"{tuple(s2.atoms.shape)}"
+        )
+
+
+# ----------------------------------------------------------------------------
+# Outer optimal transport
+# ----------------------------------------------------------------------------
+
+
+def _host_assignment(cost: np.ndarray) -> np.ndarray:
+    from scipy.optimize import linear_sum_assignment
+
+    cost = np.asarray(cost, dtype=np.float64)
+    r, c = linear_sum_assignment(cost)
+    return np.asarray(cost[r, c].mean())
+
+
+def _host_emd(cost: np.ndarray) -> np.ndarray:
+    cost = np.asarray(cost, dtype=np.float64)
+    n1, n2 = cost.shape
+    a = np.full(n1, 1.0 / n1)
+    b = np.full(n2, 1.0 / n2)
+    try:
+        import ot
+
+        return np.asarray(ot.emd2(a, b, cost))
+    except ImportError:  # exact LP with SciPy's HiGHS when POT is absent
+        from scipy.optimize import linprog
+
+        rows = np.kron(np.eye(n1), np.ones((1, n2)))
+        cols = np.kron(np.ones((1, n1)), np.eye(n2))
+        res = linprog(cost.ravel(), A_eq=np.vstack([rows, cols]), b_eq=np.concatenate([a, b]), bounds=(0, None))
+        return np.asarray(res.fun)
+
+
+def _exact_outer(cost: Array) -> Array:
+    fn = _host_assignment if cost.shape[0] == cost.shape[1] else _host_emd
+    out = jax.ShapeDtypeStruct((), cost.dtype)
+    return jax.pure_callback(
+        lambda c: fn(c).astype(np.dtype(cost.dtype)), out, cost, vmap_method="sequential"
+    )
+
+
+def outer_ot_cost(
+    cost: Float[Array, "n1 n2"],
+    *,
+    outer: Literal["exact", "sinkhorn"] = "exact",
+    epsilon: float = 1e-2,
+    max_iterations: int = 2000,
+) -> Float[Array, ""]:
+    """Optimal transport cost between uniform measures on the rows and columns of a cost matrix.
+
+    min_{pi in Pi(1/n1, 1/n2)} sum_ij pi_ij C_ij. ``outer="exact"``: for
+    n1 = n2 an optimal assignment (SciPy ``linear_sum_assignment``), else the
+    exact LP (POT ``ot.emd2``, or SciPy HiGHS without POT), both through
+    ``jax.pure_callback`` (jit- and vmap-compatible; vmapped calls run one by
+    one on the host). ``outer="sinkhorn"``: <pi_eps, C> of the entropic plan
+    (OTT-JAX, epsilon relative to the mean cost), jit-native.
+
+    Args:
+        cost: ``[n1, n2]`` cost matrix.
+        outer: "exact" or "sinkhorn".
+        epsilon: relative entropic regularisation (sinkhorn only).
+        max_iterations: Sinkhorn iteration cap.
+
+    Returns:
+        Scalar transport cost (units of ``cost``).
+
+    Raises:
+        ValueError: ``cost`` not 2-D or unknown ``outer``.
+    """
+    cost = jnp.asarray(cost)
+    if cost.ndim != 2:
+        raise ValueError(f"cost must be a [n1, n2] matrix, got shape {cost.shape}")
+    if outer == "exact":
+        return _exact_outer(cost)
+    if outer == "sinkhorn":
+        if not float(epsilon) > 0:
+            raise ValueError(f"epsilon must be > 0, got {epsilon}")
+        n1, n2 = cost.shape
+        a = jnp.full((n1,), 1.0 / n1, cost.dtype)
+        b = jnp.full((n2,), 1.0 / n2, cost.dtype)
+        return _entropic_cost(cost, a, b, float(epsilon), int(max_iterations))
+    raise ValueError(f"outer must be 'exact' or 'sinkhorn', got {outer!r}")
+
+
+# ----------------------------------------------------------------------------
+# WoW_p
+# ----------------------------------------------------------------------------
+
+
+def wow(
+    sample1: HierarchicalSample | Any,
+    sample2: HierarchicalSample | Any,
+    p: float = 1.0,
+    *,
+    inner: Literal["exact", "sinkhorn"] = "exact",
+    outer: Literal["exact", "sinkhorn"] = "exact",
+    epsilon: float = 1e-2,
+    outer_epsilon: float = 1e-2,
+    max_iterations: int = 2000,
+) -> Float[Array, ""]:
+    """Empirical Wasserstein-over-Wasserstein distance WoW_p between two hierarchical samples.
+
+    WoW_p^p = min_{pi in Pi(1/n1, 1/n2)} sum_ij pi_ij W_p^p(P_i, R_j), the
+    p-Wasserstein distance between the empirical laws of the measures, with
+    the inner W_p as ground metric. Exact by default (1-D inner W_p by sorting,
+    exact outer OT); entropic options for d > 1 (``inner="sinkhorn"``) and for
+    a jit-native outer step (``outer="sinkhorn"``).
+
+    Args:
+        sample1: :class:`HierarchicalSample` or atoms ``[n1, m1]`` / ``[n1, m1, d]``.
+        sample2: likewise ``[n2, m2(, d)]``; n1 != n2 and m1 != m2 allowed.
+        p: order ``p >= 1`` (static).
+        inner: "exact" (d = 1) or "sinkhorn" (any d).
+        outer: "exact" (host assignment / LP) or "sinkhorn".
+        epsilon: inner entropic regularisation relative to the mean cost.
+        outer_epsilon: outer entropic regularisation relative to the mean cost.
+        max_iterations: Sinkhorn iteration cap.
+
+    Returns:
+        Scalar WoW_p in the units of the atoms.
+
+    Raises:
+        ValueError / TypeError: invalid samples, ``p < 1``, unknown options.
+
+    References:
+        Catalano & Lavenant, "Hierarchical Integral Probability Metrics: A
+        distance on random probability measures with low sample complexity",
+        ICML 2024, Eq. (2).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> x = jnp.array([[0.0, 1.0], [2.0, 3.0]])
+        >>> float(wow(x, x + 0.5))
+        0.5
+    """
+    p = _check_p(p)
+    cost = inner_cost_matrix(sample1, sample2, p, inner=inner, epsilon=epsilon, max_iterations=max_iterations)
+    total = outer_ot_cost(cost, outer=outer, epsilon=outer_epsilon, max_iterations=max_iterations)
+    return jnp.maximum(total, 0.0) ** (1.0 / p)
