@@ -1,0 +1,144 @@
+"""Tests of jaxcore.inverse.snore: the Gaussian-prior closed form, determinism, PSNR gains, errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcore.inverse.denoisers import GaussianMMSEDenoiser, TVDenoiser
+from jaxcore.inverse.operators import Blur, Inpainting, degrade, gaussian_kernel, random_mask
+from jaxcore.inverse.snore import (
+    annealed_schedule,
+    annealed_snore,
+    constant_schedule,
+    pnp_hqs,
+    pnp_pgd,
+    red,
+    restore_batch,
+    snore,
+)
+
+N = 8  # image side of the closed-form tests
+S2, SIG, ALPHA, SIGMA_Y = 0.05, 0.1, 2.0, 0.05
+
+
+def _problem(kind):
+    rng = np.random.default_rng(0)
+    mu = jnp.asarray(rng.random((N, N, 1)))
+    x_clean = jnp.asarray(rng.random((N, N, 1)))
+    if kind == "blur":
+        op = Blur(jnp.asarray(gaussian_kernel(5, 1.0), jnp.float64), (N, N))
+    else:
+        op = Inpainting(random_mask(jax.random.key(3), (N, N), 0.5))
+    y = op(x_clean) + SIGMA_Y * jnp.asarray(rng.standard_normal((N, N, 1)))
+    # closed-form minimiser of ||Ax - y||^2/(2 sy^2) + alpha ||x - mu||^2 / (2 (s^2 + sigma^2)),
+    # with A as a dense matrix built column by column (independent of the FFT/prox code)
+    eye = jnp.eye(N * N).reshape(N * N, N, N, 1)
+    a = jax.vmap(op)(eye).reshape(N * N, N * N).T
+    c = ALPHA / (S2 + SIG**2)
+    lhs = a.T @ a / SIGMA_Y**2 + c * jnp.eye(N * N)
+    rhs = a.T @ y.reshape(-1) / SIGMA_Y**2 + c * mu.reshape(-1)
+    x_star = jnp.linalg.solve(lhs, rhs).reshape(N, N, 1)
+    lip = float(jnp.linalg.eigvalsh(lhs).max())
+    return op, y, mu, x_star, lip
+
+
+@pytest.mark.parametrize("kind", ["blur", "inpaint"])
+@pytest.mark.parametrize("prox", [False, True])
+def test_snore_converges_to_gaussian_closed_form(x64, kind, prox):
+    op, y, mu, x_star, lip = _problem(kind)
+    den = GaussianMMSEDenoiser(mu, S2)
+    sched = constant_schedule(1500, sigma=SIG, alpha=ALPHA, step_size=1.0 / lip)
+    # antithetic pairs (z, -z) cancel exactly through the affine MMSE denoiser: deterministic limit
+    out = snore(jax.random.key(0), y, op, den, sched, SIGMA_Y, n_samples=2, antithetic=True, prox=prox,
+                clip=False)
+    assert out.x.dtype == jnp.float64
+    np.testing.assert_allclose(out.x, x_star, atol=1e-10)
+
+
+def test_stochastic_snore_mean_is_closed_form(x64):
+    op, y, mu, x_star, lip = _problem("blur")
+    den = GaussianMMSEDenoiser(mu, S2)
+    sched = constant_schedule(400, sigma=SIG, alpha=ALPHA, step_size=1.0 / lip)
+    keys = jax.random.split(jax.random.key(1), 512)
+    out = jax.jit(lambda k: restore_batch("snore", k, y[None], op, den, sched, SIGMA_Y, clip=False))(keys)
+    xs = out.x[0]  # [seeds, N, N, 1]
+    err = jnp.abs(jnp.mean(xs, 0) - x_star)
+    se = jnp.std(xs, 0) / np.sqrt(xs.shape[0])
+    assert float(jnp.max(jnp.std(xs, 0))) > 1e-3  # really stochastic
+    assert bool(jnp.all(err < 5 * se)), float(jnp.max(err / se))
+
+
+def test_annealed_schedule_shape_and_values():
+    s = annealed_schedule(sigma_start=0.2, sigma_end=0.02, alpha_start=0.5, alpha_end=1.0, step_size=0.1,
+                          n_stages=16, iters_per_stage=3, final_iters=5)
+    assert s.n_iter == 16 * 3 + 5
+    sig = np.asarray(s.sigma)
+    assert np.all(np.diff(sig) <= 1e-9) and sig[0] == pytest.approx(0.2) and sig[-1] == pytest.approx(0.02)
+    np.testing.assert_allclose(sig[3] / sig[0], (0.1) ** (1 / 15), rtol=1e-5)
+    assert float(s.alpha[-1]) == pytest.approx(1.0)
+    lin = annealed_schedule(sigma_start=0.2, sigma_end=0.1, alpha_start=1, alpha_end=1, step_size=0.1,
+                            n_stages=3, iters_per_stage=1, final_iters=0, spacing="linear")
+    np.testing.assert_allclose(lin.sigma, [0.2, 0.15, 0.1], rtol=1e-6)
+    with pytest.raises(ValueError, match="spacing"):
+        annealed_schedule(sigma_start=0.2, sigma_end=0.1, alpha_start=1, alpha_end=1, step_size=0.1, spacing="x")
+
+
+def _small_problem():
+    from jaxcore.datasets.images import load_image
+
+    x = jnp.asarray(load_image("camera")[150:182, 220:252])
+    op = Blur(gaussian_kernel(7, 1.6), (32, 32))
+    sigma_y = 5 / 255
+    y = degrade(jax.random.key(0), x, op, sigma_y)
+    return x, op, y, sigma_y
+
+
+def test_same_key_same_result_and_seeds_differ():
+    x, op, y, sigma_y = _small_problem()
+    den = TVDenoiser(n_iter=20)
+    sched = constant_schedule(5, sigma=10 / 255, alpha=0.5, step_size=0.5 * sigma_y**2)
+    run = jax.jit(lambda k: snore(k, y, op, den, sched, sigma_y, n_samples=2).x)
+    a, b, c = run(jax.random.key(4)), run(jax.random.key(4)), run(jax.random.key(5))
+    np.testing.assert_array_equal(a, b)
+    assert float(jnp.max(jnp.abs(a - c))) > 1e-4
+    batch = restore_batch("snore", jnp.stack([jax.random.key(4), jax.random.key(5)]), y[None], op, den, sched,
+                          sigma_y, n_samples=2)
+    assert batch.x.shape == (1, 2, 32, 32, 1)
+    np.testing.assert_allclose(batch.x[0, 0], a, atol=1e-4)
+    np.testing.assert_allclose(batch.x[0, 1], c, atol=1e-4)
+
+
+def test_tracking_and_inpainting_batch_of_operators():
+    x, _, _, sigma_y = _small_problem()
+    masks = jnp.stack([random_mask(jax.random.key(i), (32, 32), 0.5) for i in range(2)])
+    ops = jax.vmap(Inpainting)(masks)
+    ys = jax.vmap(lambda op, k: degrade(k, x, op, sigma_y))(ops, jax.random.split(jax.random.key(0), 2))
+    sched = constant_schedule(4, sigma=10 / 255, alpha=0.5, step_size=0.5 * sigma_y**2)
+    out = restore_batch("red", jax.random.split(jax.random.key(1), 3), ys, ops, TVDenoiser(n_iter=10), sched,
+                        sigma_y, operator_batched=True, x_true=jnp.stack([x, x]), track=True)
+    assert out.x.shape == (2, 3, 32, 32, 1) and out.psnr.shape == (2, 3, 4) and out.fidelity.shape == (2, 3, 4)
+    # red is deterministic: seeds agree
+    np.testing.assert_allclose(out.x[:, 0], out.x[:, 2], atol=1e-6)
+
+
+def test_errors():
+    x, op, y, sigma_y = _small_problem()
+    den = TVDenoiser(n_iter=5)
+    sched = constant_schedule(2, sigma=0.05)
+    with pytest.raises(ValueError, match="sigma_y"):
+        snore(jax.random.key(0), y, op, den, sched, 0.0)
+    with pytest.raises(ValueError, match="x0"):
+        snore(jax.random.key(0), y, op, den, sched, sigma_y, x0=y[:10])
+    with pytest.raises(ValueError, match=r"\[H, W, C\]"):
+        snore(jax.random.key(0), y[None], op, den, sched, sigma_y)
+    with pytest.raises(ValueError, match="channels"):
+        snore(jax.random.key(0), jnp.zeros((32, 32, 3)), Inpainting(jnp.ones((32, 32, 2))), den, sched, sigma_y)
+    with pytest.raises(ValueError, match="method"):
+        restore_batch("nope", jax.random.split(jax.random.key(0), 1), y[None], op, den, sched, sigma_y)
+    with pytest.raises(TypeError, match="schedule"):
+        snore(jax.random.key(0), y, op, den, (1, 2, 3), sigma_y)
+    with pytest.raises(ValueError, match="sigma"):
+        constant_schedule(3, sigma=-1.0)
+    with pytest.raises(ValueError, match="sigma"):
+        den(y, -0.1)
