@@ -9,6 +9,15 @@ ICML 2024).
 from .events import EventBatch, validate_sequence
 from .fit import FitResult, fit_mle
 from .hawkes import Hawkes, HawkesSDE
+from .metrics import (
+    NextEventPrediction,
+    ks_statistic,
+    nll_per_event,
+    predict_next,
+    prediction_scores,
+    time_rescaling_ks,
+)
+from .njdtpp import NJDTPP, TrainResult, load_checkpoint, save_checkpoint, train
 from .poisson import Poisson, PoissonSDE
 from .self_correcting import SelfCorrecting, SelfCorrectingSDE
 from .solver import JumpDiffusion, SolveResult, intensity_path, log_likelihood, solve
@@ -19,13 +28,24 @@ __all__ = [
     "Hawkes",
     "HawkesSDE",
     "JumpDiffusion",
+    "NJDTPP",
+    "NextEventPrediction",
     "Poisson",
     "PoissonSDE",
     "SelfCorrecting",
     "SelfCorrectingSDE",
     "SolveResult",
+    "TrainResult",
     "fit_mle",
     "intensity_path",
+    "ks_statistic",
+    "load_checkpoint",
+    "nll_per_event",
+    "predict_next",
+    "prediction_scores",
+    "save_checkpoint",
+    "time_rescaling_ks",
+    "train",
     "log_likelihood",
     "solve",
     "validate_sequence",

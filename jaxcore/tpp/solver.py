@@ -109,7 +109,7 @@ class SolveResult(NamedTuple):
 _CONVENTIONS = ("window", "paper")
 
 
-def _euler_segment(dyn, eta, t0, t1, z, n):
+def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True):
     """``n`` Euler-Maruyama steps of ``(eta, Lambda)`` from ``t0`` to ``t1``; ``z`` ``[n, K]`` or None."""
     h = (t1 - t0) / n
     sqrt_h = jnp.sqrt(h)
@@ -123,7 +123,7 @@ def _euler_segment(dyn, eta, t0, t1, z, n):
         return (eta_new, lam, t + h), None
 
     xs = z if z is not None else None
-    (eta, lam, _), _ = jax.lax.scan(step, (eta, jnp.zeros((), eta.dtype), t0), xs, length=n)
+    (eta, lam, _), _ = jax.lax.scan(step, (eta, jnp.zeros((), eta.dtype), t0), xs, length=n, unroll=unroll)
     return eta, lam
 
 
