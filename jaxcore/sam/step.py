@@ -121,6 +121,31 @@ def _reduce_state(tree: PyTree, axis_name: str | None) -> PyTree:
     return jax.tree.map(red, tree)
 
 
+def _as_device_varying(tree: PyTree, axis_name: str) -> PyTree:
+    """Mark replicated leaves as device-varying so that gradients stay per device.
+
+    Under ``shard_map`` (with its default ``check_vma=True``) the gradient of a
+    replicated input is summed over devices automatically; marking ``params``
+    varying first keeps per-device gradients, which this module then averages
+    explicitly (``pmean``). A no-op where varying-ness is not tracked (``pmap``,
+    ``check_vma=False``).
+    """
+
+    def one(x):
+        try:
+            varying = jax.typeof(x).manual_axis_type.varying
+        except AttributeError:
+            varying = getattr(jax.typeof(x), "vma", frozenset())
+        if axis_name in varying:
+            return x
+        try:
+            return jax.lax.pcast(x, axis_name, to="varying")
+        except (ValueError, TypeError, NameError):
+            return x
+
+    return jax.tree.map(one, tree)
+
+
 def _batch_size(batch: PyTree) -> int:
     leaves = jax.tree.leaves(batch)
     if not leaves:
@@ -213,10 +238,12 @@ def step(
     if perturbation is not None and perturbation.needs_key and key is None:
         raise TypeError(f"{type(perturbation).__name__} needs a PRNG key: pass key=jax.random.key(...)")
     model_state = state.model_state
+    # Differentiate at per-device copies; update the (replicated) params.
+    params_v = _as_device_varying(params, axis_name) if axis_name is not None else params
 
     # --- plain base optimizer -------------------------------------------------
     if perturbation is None:
-        (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, model_state, batch)
+        (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params_v, model_state, batch)
         aux, new_ms, has_ms = _split_aux(aux)
         if axis_name is not None:
             grads = jax.lax.pmean(grads, axis_name)
@@ -241,14 +268,14 @@ def step(
 
     def ascent_pass(mb):
         if obf is None:
-            (loss, aux), h = jax.value_and_grad(loss_fn, has_aux=True)(params, model_state, mb)
+            (loss, aux), h = jax.value_and_grad(loss_fn, has_aux=True)(params_v, model_state, mb)
             return loss, aux, h
 
         def logits_fn(p):
             loss, aux = loss_fn(p, model_state, mb)
             return _logits_of(aux), (loss, aux)
 
-        logits, vjp, (loss, aux) = jax.vjp(logits_fn, params, has_aux=True)
+        logits, vjp, (loss, aux) = jax.vjp(logits_fn, params_v, has_aux=True)
         (h,) = vjp(obf.cotangent(logits, mb[obf.labels_key]))
         return loss, aux, h
 
@@ -266,8 +293,8 @@ def step(
         keys = jax.random.split(key, k)
 
     def perturbed_pass(h, mb, kk):
-        eps = perturbation.perturb(h, params, kk, rho)
-        w_eps = jax.tree.map(lambda p, e: p + e.astype(p.dtype), params, eps)
+        eps = perturbation.perturb(h, params_v, kk, rho)
+        w_eps = jax.tree.map(lambda p, e: p + e.astype(p.dtype), params_v, eps)
         (loss_p, _), gp = jax.value_and_grad(loss_fn, has_aux=True)(w_eps, model_state, mb)
         return loss_p, gp
 
@@ -282,6 +309,7 @@ def step(
         if not sync_perturbation:
             d = jax.lax.pmean(d, axis_name)
         loss, loss_p = jax.lax.pmean(loss, axis_name), jax.lax.pmean(loss_p, axis_name)
+        ascent_norm = jax.lax.pmean(ascent_norm, axis_name)
 
     aux, new_ms, has_ms = _split_aux(auxes)
     if k == 1:
