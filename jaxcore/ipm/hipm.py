@@ -24,6 +24,7 @@ References:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -105,7 +106,7 @@ def hipm_features(
         ``[n, M]`` features (units of the atoms). Row sums are the means minus a.
     """
     s = _validate(sample, a, b, "sample")
-    return _features(s.atoms, s.weights, float(a), float(b), int(num_grid))
+    return jax.jit(_features, static_argnums=(2, 3, 4))(s.atoms, s.weights, float(a), float(b), _check_int(num_grid, "num_grid", 1))
 
 
 def _features(atoms: Array, weights: Array, a: float, b: float, num_grid: int) -> Array:
@@ -291,9 +292,20 @@ def dlip(
         if starts.ndim != 2 or starts.shape[1] != num_grid or starts.shape[0] < 1:
             raise ValueError(f"starts must have shape [K, num_grid] = [K, {num_grid}], got {tuple(starts.shape)}")
     a, b = float(a), float(b)
-    f1 = _features(s1.atoms.astype(dtype), s1.weights.astype(dtype), a, b, num_grid)
-    f2 = _features(s2.atoms.astype(dtype), s2.weights.astype(dtype), a, b, num_grid)
     tol_abs = jnp.asarray(float(tol) * (b - a), dtype)
+    s1 = HierarchicalSample(s1.atoms.astype(dtype), s1.weights.astype(dtype), s1.uniform)
+    s2 = HierarchicalSample(s2.atoms.astype(dtype), s2.weights.astype(dtype), s2.uniform)
+    return _dlip_jit(s1, s2, starts, tol_abs, a, b, num_grid, max_steps)
+
+
+@partial(jax.jit, static_argnames=("a", "b", "num_grid", "max_steps"))
+def _dlip_jit(
+    s1: HierarchicalSample, s2: HierarchicalSample, starts: Array, tol_abs: Array,
+    a: float, b: float, num_grid: int, max_steps: int,
+) -> DLipResult:
+    dtype = starts.dtype
+    f1 = _features(s1.atoms, s1.weights, a, b, num_grid)
+    f2 = _features(s2.atoms, s2.weights, a, b, num_grid)
     value, slopes, values, steps = _dlip_from_features(f1, f2, starts, max_steps, tol_abs)
     h = (b - a) / num_grid
     grid = a + h * jnp.arange(num_grid + 1, dtype=dtype)
@@ -330,6 +342,9 @@ def lower_bound(sample1: HierarchicalSample | Any, sample2: HierarchicalSample |
     """
     s1 = hierarchical_sample(sample1, max_dim=1, name="sample1")
     s2 = hierarchical_sample(sample2, max_dim=1, name="sample2")
-    m1 = s1.means().reshape(s1.n)
-    m2 = s2.means().reshape(s2.n)
-    return w1_empirical(m1, m2)
+    return _lower_bound_jit(s1, s2)
+
+
+@jax.jit
+def _lower_bound_jit(s1: HierarchicalSample, s2: HierarchicalSample) -> Array:
+    return w1_empirical(s1.means().reshape(s1.n), s2.means().reshape(s2.n))

@@ -134,7 +134,8 @@ def hierarchical_sample(
             f"{tuple(atoms.shape)} (d = {atoms.shape[2]})"
         )
     dtype = jnp.result_type(float) if jnp.issubdtype(atoms.dtype, jnp.integer) else atoms.dtype
-    atoms = jnp.asarray(atoms, dtype=dtype)
+    dtype = jax.dtypes.canonicalize_dtype(dtype)
+    atoms = jnp.asarray(atoms).astype(dtype)
     if weights is None:
         weights = jnp.full((n, m), 1.0 / m, dtype=dtype)
     else:
@@ -149,7 +150,7 @@ def hierarchical_sample(
                 f"{name}: weights must have shape [n, m] = {(n, m)} to match atoms {tuple(atoms.shape)}, "
                 f"got {tuple(weights.shape)}"
             )
-        weights = jnp.asarray(weights, dtype=dtype)
+        weights = jnp.asarray(weights).astype(dtype)
 
     lo, hi = (None, None) if interval is None else (float(interval[0]), float(interval[1]))
     if interval is not None and not lo < hi:

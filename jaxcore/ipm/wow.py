@@ -22,6 +22,7 @@ References:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Literal
 
 import jax
@@ -112,18 +113,26 @@ def wasserstein_1d(
     dtype = jnp.result_type(x.dtype, y.dtype, float)
     x, y = x.astype(dtype), y.astype(dtype)
     if x_weights is None and y_weights is None and x.shape == y.shape:
-        val = jnp.mean(_abs_pow(sort_last(x) - sort_last(y), p))
-    else:
-        wx = jnp.full(x.shape, 1.0 / x.shape[0], dtype) if x_weights is None else jnp.asarray(x_weights, dtype)
-        wy = jnp.full(y.shape, 1.0 / y.shape[0], dtype) if y_weights is None else jnp.asarray(y_weights, dtype)
-        if wx.shape != x.shape or wy.shape != y.shape:
-            raise ValueError(
-                f"weights must match atoms: x {x.shape} vs x_weights {wx.shape}, y {y.shape} vs y_weights {wy.shape}"
-            )
-        xs, cx = _sorted_with_cdf(x, wx)
-        ys, cy = _sorted_with_cdf(y, wy)
-        val = _wpp_sorted(xs, cx, ys, cy, p)
-    return val ** (1.0 / p)
+        return _w1d_uniform_jit(x, y, p)
+    wx = jnp.full(x.shape, 1.0 / x.shape[0], dtype) if x_weights is None else jnp.asarray(x_weights).astype(dtype)
+    wy = jnp.full(y.shape, 1.0 / y.shape[0], dtype) if y_weights is None else jnp.asarray(y_weights).astype(dtype)
+    if wx.shape != x.shape or wy.shape != y.shape:
+        raise ValueError(
+            f"weights must match atoms: x {x.shape} vs x_weights {wx.shape}, y {y.shape} vs y_weights {wy.shape}"
+        )
+    return _w1d_general_jit(x, wx, y, wy, p)
+
+
+@partial(jax.jit, static_argnames=("p",))
+def _w1d_uniform_jit(x: Array, y: Array, p: float) -> Array:
+    return jnp.mean(_abs_pow(sort_last(x) - sort_last(y), p)) ** (1.0 / p)
+
+
+@partial(jax.jit, static_argnames=("p",))
+def _w1d_general_jit(x: Array, wx: Array, y: Array, wy: Array, p: float) -> Array:
+    xs, cx = _sorted_with_cdf(x, wx)
+    ys, cy = _sorted_with_cdf(y, wy)
+    return _wpp_sorted(xs, cx, ys, cy, p) ** (1.0 / p)
 
 
 def _check_p(p: Any) -> float:
@@ -251,10 +260,18 @@ def inner_cost_matrix(
                 f"{s1.atoms.shape[2]}; use inner='sinkhorn'"
             )
         s1, s2 = _squeeze(s1), _squeeze(s2)
-        return _inner_exact(s1, s2, p)
-    if not float(epsilon) > 0:
+    elif not float(epsilon) > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon}")
-    return _cost_sinkhorn(s1, s2, p, float(epsilon), int(max_iterations))
+    return _inner_cost_jit(s1, s2, p, inner, float(epsilon), int(max_iterations))
+
+
+@partial(jax.jit, static_argnames=("p", "inner", "epsilon", "max_iterations"))
+def _inner_cost_jit(
+    s1: HierarchicalSample, s2: HierarchicalSample, p: float, inner: str, epsilon: float, max_iterations: int
+) -> Array:
+    if inner == "exact":
+        return _inner_exact(s1, s2, p)
+    return _cost_sinkhorn(s1, s2, p, epsilon, max_iterations)
 
 
 def _inner_exact(s1: HierarchicalSample, s2: HierarchicalSample, p: float) -> Array:
@@ -347,16 +364,21 @@ def outer_ot_cost(
     cost = jnp.asarray(cost)
     if cost.ndim != 2:
         raise ValueError(f"cost must be a [n1, n2] matrix, got shape {cost.shape}")
+    if outer not in ("exact", "sinkhorn"):
+        raise ValueError(f"outer must be 'exact' or 'sinkhorn', got {outer!r}")
+    if outer == "sinkhorn" and not float(epsilon) > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon}")
+    return _outer_jit(cost, outer, float(epsilon), int(max_iterations))
+
+
+@partial(jax.jit, static_argnames=("outer", "epsilon", "max_iterations"))
+def _outer_jit(cost: Array, outer: str, epsilon: float, max_iterations: int) -> Array:
     if outer == "exact":
         return _exact_outer(cost)
-    if outer == "sinkhorn":
-        if not float(epsilon) > 0:
-            raise ValueError(f"epsilon must be > 0, got {epsilon}")
-        n1, n2 = cost.shape
-        a = jnp.full((n1,), 1.0 / n1, cost.dtype)
-        b = jnp.full((n2,), 1.0 / n2, cost.dtype)
-        return _entropic_cost(cost, a, b, float(epsilon), int(max_iterations))
-    raise ValueError(f"outer must be 'exact' or 'sinkhorn', got {outer!r}")
+    n1, n2 = cost.shape
+    a = jnp.full((n1,), 1.0 / n1, cost.dtype)
+    b = jnp.full((n2,), 1.0 / n2, cost.dtype)
+    return _entropic_cost(cost, a, b, epsilon, max_iterations)
 
 
 # ----------------------------------------------------------------------------

@@ -1,0 +1,157 @@
+"""Tests of jaxcore.ipm.wow: exact 1-D W_p, inner cost matrices, WoW_p against POT/SciPy oracles."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+
+from jaxcore.ipm import hierarchical_sample, inner_cost_matrix, outer_ot_cost, wasserstein_1d, wow
+
+ot = pytest.importorskip("ot")
+
+
+def _pot_cost(x, y, wx=None, wy=None, p=1.0):
+    return np.array(
+        [
+            [ot.wasserstein_1d(x[i], y[j], None if wx is None else wx[i], None if wy is None else wy[j], p=p)
+             for j in range(len(y))]
+            for i in range(len(x))
+        ]
+    )
+
+
+def _pot_wow(x, y, wx=None, wy=None, p=1.0):
+    c = _pot_cost(x, y, wx, wy, p)
+    return ot.emd2(np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), c) ** (1 / p)
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.5])
+def test_wasserstein_1d_weighted_matches_pot(x64, p):
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=7), rng.normal(size=11) + 0.3
+    wx, wy = rng.random(7), rng.random(11)
+    wx, wy = wx / wx.sum(), wy / wy.sum()
+    got = wasserstein_1d(x, y, wx, wy, p=p)
+    want = ot.wasserstein_1d(x, y, wx, wy, p=p) ** (1 / p)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    if p == 1.0:
+        np.testing.assert_allclose(got, scipy.stats.wasserstein_distance(x, y, wx, wy), rtol=1e-10)
+    # uniform, equal sizes: the sorted formula
+    np.testing.assert_allclose(
+        wasserstein_1d(x, y[:7], p=p), np.mean(np.abs(np.sort(x) - np.sort(y[:7])) ** p) ** (1 / p), rtol=1e-10
+    )
+
+
+def test_wasserstein_1d_zero_weight_atoms_are_ignored(x64):
+    x = np.array([0.0, 1.0, 100.0])
+    wx = np.array([0.5, 0.5, 0.0])
+    np.testing.assert_allclose(wasserstein_1d(x, np.array([0.0, 1.0]), wx), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0])
+def test_inner_costs_and_wow_match_pot(x64, p):
+    rng = np.random.default_rng(1)
+    x, y = rng.random((6, 9)), rng.random((6, 9)) ** 2
+    np.testing.assert_allclose(inner_cost_matrix(x, y, p), _pot_cost(x, y, p=p), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(wow(x, y, p), _pot_wow(x, y, p=p), rtol=1e-9)
+    # weighted, different n and m per side: merged quantiles + exact LP
+    wx = rng.random((6, 9))
+    wx /= wx.sum(1, keepdims=True)
+    z = rng.random((4, 5))
+    s1 = hierarchical_sample(x, wx)
+    np.testing.assert_allclose(inner_cost_matrix(s1, z, p), _pot_cost(x, z, wx, None, p), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(wow(s1, z, p), _pot_wow(x, z, wx, None, p), rtol=1e-9)
+
+
+def test_deterministic_measures_give_inner_distance(x64):
+    """Every P_i = P1 and every R_j = P2: WoW_p = W_p(P1, P2)."""
+    rng = np.random.default_rng(2)
+    p1, p2 = rng.normal(size=8), rng.normal(size=8) * 2
+    x, y = np.tile(p1, (5, 1)), np.tile(p2, (7, 1))
+    for p in (1.0, 2.0, 3.0):
+        np.testing.assert_allclose(wow(x, y, p), wasserstein_1d(p1, p2, p=p), rtol=1e-10)
+
+
+def test_dirac_valued_measures_give_w1_of_atoms(x64):
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=9), rng.normal(size=9) + 1
+    np.testing.assert_allclose(wow(a[:, None], b[:, None], 1.0), scipy.stats.wasserstein_distance(a, b), rtol=1e-10)
+    np.testing.assert_allclose(wow(a[:, None], b[:5, None], 1.0), scipy.stats.wasserstein_distance(a, b[:5]), rtol=1e-9)
+
+
+@pytest.mark.parametrize("c", [-0.7, 0.25])
+def test_translation_gives_abs_c(x64, c):
+    x = np.random.default_rng(4).random((10, 6))
+    for p in (1.0, 2.0):
+        np.testing.assert_allclose(wow(x, x + c, p), abs(c), rtol=1e-10)
+
+
+def test_ordering_wow1_le_wowp(x64):
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        x, y = rng.normal(size=(8, 6)), rng.normal(size=(8, 6)) * 1.5
+        w1, w2, w3 = (float(wow(x, y, p)) for p in (1.0, 2.0, 3.0))
+        assert w1 <= w2 + 1e-12 <= w3 + 2e-12
+
+
+def test_sinkhorn_options_approach_exact(x64):
+    rng = np.random.default_rng(6)
+    x, y = rng.random((6, 8)), rng.random((6, 8)) * 0.5
+    exact = float(wow(x, y, 2.0))
+    ent = float(wow(x, y, 2.0, outer="sinkhorn", outer_epsilon=1e-3))
+    assert abs(ent - exact) <= 0.02 * exact
+    # 2-D measures: entropic inner cost vs the exact assignment (equal m, uniform weights)
+    from scipy.optimize import linear_sum_assignment
+
+    u, v = rng.random((3, 6, 2)), rng.random((4, 6, 2))
+    c = inner_cost_matrix(u, v, 2.0, inner="sinkhorn", epsilon=1e-3)
+    for i in range(3):
+        for j in range(4):
+            d = ((u[i][:, None] - v[j][None]) ** 2).sum(-1)
+            r, k = linear_sum_assignment(d)
+            exact_ij = d[r, k].mean()
+            assert abs(float(c[i, j]) - exact_ij) <= 0.05 * exact_ij + 1e-4
+
+
+def test_outer_exact_unequal_and_float32():
+    rng = np.random.default_rng(7)
+    c = rng.random((5, 3)).astype(np.float32)
+    want = ot.emd2(np.full(5, 0.2), np.full(3, 1 / 3), c.astype(np.float64))
+    np.testing.assert_allclose(outer_ot_cost(jnp.asarray(c)), want, rtol=1e-5)
+
+
+def test_jit_and_vmap_over_pairs():
+    rng = np.random.default_rng(8)
+    xs = jnp.asarray(rng.random((3, 5, 7)), jnp.float32)
+    ys = jnp.asarray(rng.random((3, 5, 7)), jnp.float32)
+    batched = jax.jit(jax.vmap(lambda x, y: wow(x, y, 1.0)))(xs, ys)
+    for k in range(3):
+        np.testing.assert_allclose(batched[k], _pot_wow(np.asarray(xs[k], np.float64), np.asarray(ys[k], np.float64)),
+                                   rtol=1e-5)
+
+
+def test_validation_errors():
+    x = np.zeros((3, 4))
+    with pytest.raises(ValueError, match="p must be a finite number >= 1"):
+        wow(x, x, 0.5)
+    with pytest.raises(ValueError, match="inner must be"):
+        wow(x, x, inner="bogus")
+    with pytest.raises(ValueError, match="outer must be"):
+        wow(x, x, outer="bogus")
+    with pytest.raises(ValueError, match="same dimension"):
+        wow(np.zeros((3, 4, 2)), np.zeros((3, 4, 3)), inner="sinkhorn")
+    with pytest.raises(ValueError, match="inner='exact' supports measures on R only"):
+        wow(np.zeros((3, 4, 2)), np.zeros((3, 4, 2)))
+    with pytest.raises(ValueError, match="sample2: the weights"):
+        wow(x, _bad_weights())
+    with pytest.raises(ValueError, match="epsilon must be > 0"):
+        wow(x, x, outer="sinkhorn", outer_epsilon=0.0)
+    with pytest.raises(ValueError, match="x and y must be 1-D"):
+        wasserstein_1d(np.zeros((2, 2)), np.zeros(2))
+
+
+def _bad_weights():
+    from jaxcore.ipm import HierarchicalSample
+
+    return HierarchicalSample(jnp.zeros((3, 4)), jnp.full((3, 4), 0.3))
