@@ -52,7 +52,7 @@ def subset_logsumexp(x: Float[Array, "... m"]) -> Float[Array, "... m"]:
     n = int(np.log2(x.shape[-1]))
     for b in range(n):
         v = _split(x, b)
-        v = v.at[..., 1, :].set(jnp.logaddexp(v[..., 1, :], v[..., 0, :]))
+        v = jnp.stack([v[..., 0, :], jnp.logaddexp(v[..., 1, :], v[..., 0, :])], axis=-2)
         x = v.reshape(x.shape)
     return x
 
@@ -62,77 +62,51 @@ def superset_logsumexp(x: Float[Array, "... m"]) -> Float[Array, "... m"]:
     n = int(np.log2(x.shape[-1]))
     for b in range(n):
         v = _split(x, b)
-        v = v.at[..., 0, :].set(jnp.logaddexp(v[..., 0, :], v[..., 1, :]))
+        v = jnp.stack([jnp.logaddexp(v[..., 0, :], v[..., 1, :]), v[..., 1, :]], axis=-2)
         x = v.reshape(x.shape)
     return x
+
+
+def _sweep(alpha_rows, g, d):
+    """One pass of ``acc(S) = logsumexp_{j in S} alpha_j(c(S \\ j)) + g(S \\ j)`` (acc(∅) = 0)."""
+    acc = jnp.full(((1 << d),), -jnp.inf, g.dtype).at[0].set(0.0)
+    for j in range(d):
+        gv = g.reshape(-1, 2, 1 << j)
+        term = alpha_rows[j].reshape(-1, 1 << j) + gv[:, 0, :]
+        av = acc.reshape(-1, 2, 1 << j)
+        acc = jnp.stack([av[:, 0, :], jnp.logaddexp(av[:, 1, :], term)], axis=1).reshape(-1)
+    return acc
+
+
+def _without(x, j):
+    """Entries of a [2**d] array over sets not containing j, in compressed order."""
+    return x.reshape(-1, 2, 1 << j)[:, 0, :].reshape(-1)
 
 
 @jax.jit
 def _dp(table):
     d = table.shape[0]
     alpha = subset_logsumexp(table)  # [d, 2^(d-1)]: logsumexp over Pa ⊆ U
-    full = (1 << d) - 1
-    neg = jnp.asarray(-jnp.inf, table.dtype)
-
-    # For node j, the sets S of V containing j, as [hi, 2, 2^j] -> [:, 1, :], align with the
-    # compressed index of S \ j. alpha_j(compress(S \ j)) is alpha[j] reshaped [hi, 2^j].
-    def forward_step(_, g):
-        acc = jnp.full(((1 << d),), neg, table.dtype)
-        acc = acc.at[0].set(0.0)
-        accv = acc
-        for j in range(d):
-            gv = g.reshape(-1, 2, 1 << j)
-            term = alpha[j].reshape(-1, 1 << j) + gv[:, 0, :]  # for S ∋ j: alpha_j(S\j) + g(S\j)
-            av = accv.reshape(-1, 2, 1 << j)
-            av = av.at[:, 1, :].set(jnp.logaddexp(av[:, 1, :], term))
-            accv = av.reshape(-1)
-        return accv
-
-    g0 = jnp.full(((1 << d),), neg, table.dtype).at[0].set(0.0)
-    g = jax.lax.fori_loop(0, d, forward_step, g0)
-
-    # Backward: R(T) = logsumexp_{j in T} alpha_j(V \ T) + R(T \ j). For T ∋ j, V \ T runs over
-    # subsets of V \ j; as T's compressed index c runs 0..2^(d-1)-1, V \ T has compressed index
-    # (2^(d-1) - 1) - c, i.e. the reversed alpha row.
+    g0 = jnp.full(((1 << d),), -jnp.inf, table.dtype).at[0].set(0.0)
+    # Forward: for node j the sets S ∋ j ([hi, 2, 2^j][:, 1, :]) align with compress(S \ j).
+    g = jax.lax.fori_loop(0, d, lambda _, g: _sweep(alpha, g, d), g0)
+    # Backward: R(T) = logsumexp_{j in T} alpha_j(V \ T) + R(T \ j); V \ T has compressed index
+    # (2^(d-1) - 1) - compress(T \ j): the reversed alpha row.
     alpha_rev = alpha[:, ::-1]
-
-    def backward_step(_, r):
-        accv = jnp.full(((1 << d),), neg, table.dtype).at[0].set(0.0)
-        for j in range(d):
-            rv = r.reshape(-1, 2, 1 << j)
-            term = alpha_rev[j].reshape(-1, 1 << j) + rv[:, 0, :]
-            av = accv.reshape(-1, 2, 1 << j)
-            av = av.at[:, 1, :].set(jnp.logaddexp(av[:, 1, :], term))
-            accv = av.reshape(-1)
-        return accv
-
-    r = jax.lax.fori_loop(0, d, backward_step, g0)
-    log_z = g[full]
-
-    # For node j and U ⊆ V \ j (compressed c): w_j(U) = g(U) + R(V \ U \ j). Sets not containing j,
-    # in full indexing as [hi, 2, 2^j][:, 0, :], align with c; V \ U \ j is the complement within
-    # V \ j, i.e. compressed index (2^(d-1)-1) - c -> the reversed array of R over sets without j.
-    post = []
-    for j in range(d):
-        g_wo = g.reshape(-1, 2, 1 << j)[:, 0, :].reshape(-1)
-        r_wo = r.reshape(-1, 2, 1 << j)[:, 0, :].reshape(-1)
-        w = g_wo + r_wo[::-1]
-        big_w = superset_logsumexp(w)
-        post.append(table[j] + big_w - log_z)
-    post = jnp.stack(post)  # [d, 2^(d-1)] log P(pa_j = c | D)
-    # edge marginals: P(i in pa_j) = sum over c with the bit of i set
+    r = jax.lax.fori_loop(0, d, lambda _, r: _sweep(alpha_rev, r, d), g0)
+    log_z = g[(1 << d) - 1]
+    # w_j(U) = g(U) + R(V \ U \ j) for U ⊆ V \ j; the complement within V \ j is the reversal.
+    w = jnp.stack([_without(g, j) + _without(r, j)[::-1] for j in range(d)])
+    post = table + superset_logsumexp(w) - log_z  # [d, 2^(d-1)] log P(pa_j = c | D)
     pj = jnp.exp(post)
-    cols = []
-    for b in range(d - 1):
-        v = pj.reshape(d, -1, 2, 1 << b)
-        cols.append(jnp.sum(v[:, :, 1, :], axis=(1, 2)))
-    comp = jnp.stack(cols, axis=1) if d > 1 else jnp.zeros((d, 0), table.dtype)  # [j, b]
-    # expand compressed bit b of node j to node i: i = b if b < j else b + 1
-    edges = jnp.zeros((d, d), table.dtype)
-    for j in range(d):
-        for b in range(d - 1):
-            i = b if b < j else b + 1
-            edges = edges.at[i, j].set(comp[j, b])
+    if d > 1:
+        comp = jnp.stack([jnp.sum(pj.reshape(d, -1, 2, 1 << b)[:, :, 1, :], axis=(1, 2)) for b in range(d - 1)], 1)
+        # node i is compressed bit b = i (i < j) or i - 1 (i > j) of node j
+        ii, jj = np.meshgrid(np.arange(d), np.arange(d), indexing="ij")
+        bb = np.where(ii < jj, ii, ii - 1).clip(0, max(d - 2, 0))
+        edges = jnp.where(jnp.asarray(ii != jj), comp[jj, bb], 0.0)
+    else:
+        edges = jnp.zeros((1, 1), table.dtype)
     return DPResult(edges, post, log_z)
 
 
