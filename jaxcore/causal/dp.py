@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-__all__ = ["DPResult", "dp_edge_marginals", "subset_logsumexp", "superset_logsumexp"]
+__all__ = ["DPResult", "dp_edge_marginals", "dp_map_dag", "subset_logsumexp", "superset_logsumexp"]
 
 
 class DPResult(NamedTuple):
@@ -143,3 +143,80 @@ def dp_edge_marginals(table: Float[Array, "d two_pow_d_minus_1"]) -> DPResult:
     if not isinstance(table, jax.core.Tracer) and np.any(np.isnan(np.asarray(table))):
         raise ValueError("table contains NaN")
     return _dp(jnp.asarray(table))
+
+
+def _subset_max_arg(x):
+    """``(max_{T ⊆ S} x[T], argmax)`` over the last axis (length 2**n), argmax as an index."""
+    n = int(np.log2(x.shape[-1]))
+    arg = jnp.broadcast_to(jnp.arange(x.shape[-1], dtype=jnp.int32), x.shape)
+    for b in range(n):
+        v = _split(x, b)
+        a = _split(arg, b)
+        take = v[..., 0, :] > v[..., 1, :]
+        v = jnp.stack([v[..., 0, :], jnp.where(take, v[..., 0, :], v[..., 1, :])], axis=-2)
+        a = jnp.stack([a[..., 0, :], jnp.where(take, a[..., 0, :], a[..., 1, :])], axis=-2)
+        x = v.reshape(x.shape)
+        arg = a.reshape(x.shape)
+    return x, arg
+
+
+@jax.jit
+def _map_dag(table):
+    d = table.shape[0]
+    best, best_arg = _subset_max_arg(table)  # best parent set of j within U
+    f0 = jnp.full(((1 << d),), -jnp.inf, table.dtype).at[0].set(0.0)
+    sink0 = jnp.zeros(((1 << d),), jnp.int32)
+
+    def sweep(_, carry):
+        f, _sink = carry
+        acc = jnp.full(((1 << d),), -jnp.inf, table.dtype).at[0].set(0.0)
+        sink = jnp.zeros(((1 << d),), jnp.int32)
+        for j in range(d):
+            term = best[j].reshape(-1, 1 << j) + f.reshape(-1, 2, 1 << j)[:, 0, :]
+            av = acc.reshape(-1, 2, 1 << j)
+            sv = sink.reshape(-1, 2, 1 << j)
+            better = term > av[:, 1, :]
+            acc = jnp.stack([av[:, 0, :], jnp.where(better, term, av[:, 1, :])], axis=1).reshape(-1)
+            sink = jnp.stack([sv[:, 0, :], jnp.where(better, j, sv[:, 1, :])], axis=1).reshape(-1)
+        return acc, sink
+
+    f, sink = jax.lax.fori_loop(0, d, sweep, (f0, sink0))
+
+    def back(_, carry):
+        s, parents = carry
+        j = sink[s]
+        rest = s & ~(jnp.int32(1) << j)
+        c = (rest & ((jnp.int32(1) << j) - 1)) | ((rest >> (j + 1)) << j)
+        cbest = best_arg[j, c]
+        pa = (cbest & ((jnp.int32(1) << j) - 1)) | ((cbest >> j) << (j + 1))
+        return rest, parents.at[j].set(pa)
+
+    _, parents = jax.lax.fori_loop(0, d, back, (jnp.int32((1 << d) - 1), jnp.zeros((d,), jnp.int32)))
+    return parents, f[(1 << d) - 1]
+
+
+def dp_map_dag(table: Float[Array, "d two_pow_d_minus_1"]) -> tuple[jax.Array, jax.Array]:
+    """The highest-scoring DAG, exactly, by dynamic programming over subsets.
+
+    ``F(S) = max_{j in S} [max_{pa ⊆ S \\ j} table[j, pa] + F(S \\ j)]``: the best sink of each
+    set and its best parents, then backtracking from ``V`` (Silander & Myllymäki 2006).
+
+    Args:
+        table: ``[d, 2**(d-1)]`` local log scores (+ log prior), ``d <= 24``.
+
+    Returns:
+        ``(parents, score)``: ``[d]`` int32 parent bitmasks of a MAP DAG and its log score.
+
+    Raises:
+        ValueError: bad table shape or NaN.
+
+    References:
+        T. Silander, P. Myllymäki, "A simple approach for finding the globally optimal
+        Bayesian network structure", UAI 2006.
+    """
+    shape = np.shape(table)
+    if len(shape) != 2 or shape[0] < 1 or shape[1] != 1 << (shape[0] - 1) or shape[0] > 24:
+        raise ValueError(f"table must have shape [d, 2**(d-1)] with d <= 24, got {shape}")
+    if not isinstance(table, jax.core.Tracer) and np.any(np.isnan(np.asarray(table))):
+        raise ValueError("table contains NaN")
+    return _map_dag(jnp.asarray(table))
