@@ -1,0 +1,361 @@
+"""Continual learning over a task sequence: the structure-adaptive method and its baselines.
+
+Methods (all on the same residual network, same optimiser and step budget):
+
+- ``"adaptive"``: :class:`~jaxcore.bnp.model.AdaptiveMLP` with beta-process
+  depth and Bernoulli-process masks; prior <- posterior after each task; the
+  hard masks of each task are stored and used to evaluate it later.
+- ``"vcl"``: variational continual learning without structure adaptation
+  (Gaussian weights, all ``K`` layers on).
+- ``"finetune"``: maximum likelihood, no regularisation (the forgetting baseline).
+- ``"ewc"``: maximum likelihood + ``(lambda / 2) sum_i F_i (theta_i - theta*_i)^2``
+  with the diagonal empirical Fisher ``F`` accumulated over past tasks.
+
+Runs are ``vmap``-ed over seeds; the loop over the (few) tasks is a Python loop
+around one compiled training function (its shapes do not change with the task).
+
+Metrics: the accuracy matrix ``R[t, j]`` (accuracy on task ``j`` after training
+task ``t``), :func:`average_accuracy`, :func:`backward_transfer`,
+:func:`active_depth`, :func:`active_fraction`, :func:`mask_union`.
+
+References:
+    Thapa & Li, "Bayesian Adaptation of Network Depth and Width for Continual
+    Learning", ICML 2024; Nguyen et al., "Variational Continual Learning", ICLR
+    2018; Kirkpatrick et al., "Overcoming catastrophic forgetting in neural
+    networks", PNAS 2017; Lopez-Paz & Ranzato, "Gradient Episodic Memory for
+    Continual Learning", NeurIPS 2017 (average accuracy, backward transfer).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .distributions import _check_int, _check_positive
+from .model import AdaptiveMLP, fit
+
+__all__ = [
+    "METHODS",
+    "ContinualConfig",
+    "ContinualResult",
+    "active_depth",
+    "active_fraction",
+    "average_accuracy",
+    "backward_transfer",
+    "mask_union",
+    "run_continual",
+]
+
+METHODS = ("adaptive", "vcl", "finetune", "ewc")
+
+
+# ----------------------------------------------------------------- metrics
+
+
+def average_accuracy(acc):
+    """Average accuracy after each task: ``A_t = mean_{j<=t} R[t, j]``.
+
+    Args:
+        acc: ``[..., T, T]`` accuracy matrix (entries above the diagonal ignored).
+
+    Returns:
+        ``[..., T]``.
+    """
+    acc = jnp.asarray(acc)
+    t = acc.shape[-1]
+    seen = jnp.tril(jnp.ones((t, t), bool))
+    return jnp.sum(jnp.where(seen, acc, 0.0), -1) / jnp.arange(1, t + 1)
+
+
+def backward_transfer(acc):
+    """Backward transfer ``BWT = mean_{j<T} (R[T-1, j] - R[j, j])`` (negative = forgetting).
+
+    Args:
+        acc: ``[..., T, T]`` accuracy matrix, ``T >= 2``.
+
+    Returns:
+        ``[...]``.
+
+    Raises:
+        ValueError: fewer than two tasks.
+
+    References:
+        Lopez-Paz & Ranzato, "Gradient Episodic Memory for Continual Learning",
+        NeurIPS 2017, Sec. 2.
+    """
+    acc = jnp.asarray(acc)
+    t = acc.shape[-1]
+    if t < 2:
+        raise ValueError(f"backward transfer needs at least 2 tasks, got {t}")
+    last = acc[..., -1, :-1]
+    diag = jnp.diagonal(acc, axis1=-2, axis2=-1)[..., :-1]
+    return jnp.mean(last - diag, axis=-1)
+
+
+def active_depth(masks, layer_ndim: int = 2):
+    """Active depth: index (1-based) of the deepest hidden layer with any active mask entry; 0 if none.
+
+    Residual layers with an all-zero mask are the identity, so layers past the
+    deepest active one do not change the output.
+
+    Args:
+        masks: ``[..., K, *layer_shape]`` bool.
+        layer_ndim: number of trailing axes per layer (2 for the MLP's
+            ``[W + 1, W]`` masks, 1 for the CNN's per-channel ``[C]`` masks).
+
+    Returns:
+        ``[...]`` int32.
+    """
+    masks = jnp.asarray(masks)
+    k = masks.ndim - layer_ndim - 1
+    if k < 0:
+        raise ValueError(f"masks must have at least {layer_ndim + 1} axes, got shape {masks.shape}")
+    active = jnp.any(masks.reshape(masks.shape[: k + 1] + (-1,)), axis=-1)  # [..., K]
+    idx = jnp.arange(1, masks.shape[k] + 1)
+    return jnp.max(jnp.where(active, idx, 0), axis=-1).astype(jnp.int32)
+
+
+def active_fraction(masks, layer_ndim: int = 2):
+    """Fraction of active mask entries (hidden weights in use) over ``[K, *layer_shape]``, ``[...]`` float."""
+    masks = jnp.asarray(masks)
+    k = masks.ndim - layer_ndim - 1
+    if k < 0:
+        raise ValueError(f"masks must have at least {layer_ndim + 1} axes, got shape {masks.shape}")
+    return jnp.mean(masks.reshape(masks.shape[:k] + (-1,)).astype(jnp.float32), axis=-1)
+
+
+def mask_union(masks, num_tasks=None):
+    """Union over tasks of the stored masks: the weights used by at least one task.
+
+    Args:
+        masks: ``[T, K, ...]`` bool, the hard masks stored after each task.
+        num_tasks: if given (int or traced scalar), only the first ``num_tasks``
+            masks count (the others are padding).
+
+    Returns:
+        ``[K, ...]`` bool.
+    """
+    masks = jnp.asarray(masks)
+    if num_tasks is None:
+        return jnp.any(masks, axis=0)
+    valid = jnp.arange(masks.shape[0]) < num_tasks
+    return jnp.any(masks & valid.reshape((-1,) + (1,) * (masks.ndim - 1)), axis=0)
+
+
+# ----------------------------------------------------------------- driver
+
+
+class ContinualConfig(NamedTuple):
+    """Training budget shared by all methods.
+
+    Attributes:
+        num_steps: optimiser steps per task.
+        batch_size: minibatch size.
+        num_samples: Monte Carlo samples ``S`` per ELBO estimate (Bayesian methods).
+        learning_rate: Adam step size.
+        kl_weight: KL multiplier for the Bayesian methods (1 = the ELBO).
+        ewc_lambda: EWC penalty strength.
+        fisher_samples: examples used for the EWC Fisher of each task.
+    """
+
+    num_steps: int = 400
+    batch_size: int = 64
+    num_samples: int = 4
+    learning_rate: float = 1e-3
+    kl_weight: float = 1.0
+    ewc_lambda: float = 100.0
+    fisher_samples: int = 256
+
+
+class ContinualResult(NamedTuple):
+    """Results of one method over a task sequence (leading ``[seeds]`` axis when vmapped).
+
+    Attributes:
+        accuracy: ``[T, T]``: ``R[t, j]`` test accuracy on task ``j`` after task ``t``
+            (``NaN`` for ``j > t``).
+        masks: ``[T, *mask_shape]`` bool, the hard masks stored after each task
+            (all True for the baselines).
+        active_depth: ``[T]`` int32, active depth of each task's masks.
+        active_fraction: ``[T]`` float, fraction of hidden weights active per task.
+        union_fraction: ``[T]`` float, fraction active in the union of masks so far.
+    """
+
+    accuracy: Any
+    masks: Any
+    active_depth: Any
+    active_fraction: Any
+    union_fraction: Any
+
+
+def _accuracy(logits, y, n):
+    valid = jnp.arange(y.shape[0]) < n
+    return jnp.sum((jnp.argmax(logits, -1) == y) & valid) / n
+
+
+def _det_forward(model: AdaptiveMLP, weights, x, task):
+    return model._forward(weights, jnp.ones(model.mask_shape(), x.dtype), x, task)
+
+
+def run_continual(method: str, model: AdaptiveMLP, tasks, keys, config: ContinualConfig = ContinualConfig()):
+    """Train ``method`` on the task sequence, once per key (``vmap`` over seeds).
+
+    Args:
+        method: one of ``METHODS``.
+        model: the network; for ``"vcl"``, ``"finetune"`` and ``"ewc"`` its
+            structure adaptation is switched off (all layers and weights on).
+        tasks: a :class:`~jaxcore.datasets.continual.TaskSequence` (or any object
+            with ``x_train [T, N, D]``, ``y_train``, ``n_train [T]``, ``x_test``, ``y_test``, ``n_test``).
+        keys: ``[seeds]`` PRNG keys.
+        config: the training budget.
+
+    Returns:
+        :class:`ContinualResult` with a leading ``[seeds]`` axis.
+
+    Raises:
+        ValueError: unknown method, or data whose width does not match the model.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    _check_int("num_steps", config.num_steps, 1)
+    _check_int("batch_size", config.batch_size, 1)
+    _check_positive("learning_rate", config.learning_rate)
+    x_train = jnp.asarray(tasks.x_train)
+    x_test = jnp.asarray(tasks.x_test)
+    if isinstance(model, AdaptiveMLP) and type(model) is AdaptiveMLP and x_train.shape[-1] != model.in_features:
+        raise ValueError(f"tasks have {x_train.shape[-1]} features, model.in_features={model.in_features}")
+    num_tasks = x_train.shape[0]
+    data = (x_train, jnp.asarray(tasks.y_train), jnp.asarray(tasks.n_train),
+            x_test, jnp.asarray(tasks.y_test), jnp.asarray(tasks.n_test))
+    if method in ("vcl", "finetune", "ewc"):
+        model = _replace(model, adapt_structure=False)
+    heads = model.num_heads
+    run = _bayes_run if method in ("adaptive", "vcl") else _det_run
+    results = run(model, data, keys, config, num_tasks, heads, method)
+    return results
+
+
+def _replace(model, **changes):
+    fields = {k: getattr(model, k) for k in model.__dataclass_fields__}
+    fields.update(changes)
+    return type(model)(**fields)
+
+
+def _head_of(task, heads):
+    return jnp.minimum(task, heads - 1)
+
+
+def _evaluate(predict, data, masks_all, params, num_tasks, heads):
+    _, _, _, x_test, y_test, n_test = data
+
+    def on(j):
+        logits = predict(params, masks_all[j], x_test[j], _head_of(j, heads))
+        return _accuracy(logits, y_test[j], n_test[j])
+
+    return jax.vmap(on)(jnp.arange(num_tasks))
+
+
+def _bayes_run(model, data, keys, config, num_tasks, heads, method):
+    x_train, y_train, n_train = data[:3]
+
+    def train(params, prior, key, t):
+        return fit(
+            model, params, prior, key, x_train[t], y_train[t], n_train[t], _head_of(t, heads),
+            num_steps=config.num_steps, batch_size=config.batch_size, num_samples=config.num_samples,
+            learning_rate=config.learning_rate, kl_weight=config.kl_weight,
+        )[0]
+
+    train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0, None)))
+    evaluate = jax.jit(jax.vmap(
+        lambda p, m: _evaluate(model.predict_logits, data, m, p, num_tasks, heads), in_axes=(0, 0)))
+    hard = jax.jit(jax.vmap(model.hard_masks))
+
+    init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
+    params = jax.vmap(model.init)(init_keys)
+    prior = jax.vmap(lambda _: model.init_prior())(keys)
+    seeds = keys.shape[0]
+    stored = jnp.zeros((seeds, num_tasks) + model.mask_shape(), bool)
+    rows = []
+    for t in range(num_tasks):
+        tk = jax.vmap(lambda k: jax.random.fold_in(k, t + 1))(keys)
+        params = train(params, prior, tk, t)
+        prior = jax.vmap(model.posterior_to_prior, in_axes=(0, 0, None))(prior, params, min(t, heads - 1))
+        stored = stored.at[:, t].set(hard(params))
+        rows.append(evaluate(params, stored))
+    return _finish(rows, stored, num_tasks, len(model.mask_shape()) - 1)
+
+
+def _finish(rows, stored, num_tasks, layer_ndim):
+    acc = jnp.stack(rows, axis=1)  # [seeds, T(after), T(task)]
+    upper = jnp.triu(jnp.ones((num_tasks, num_tasks), bool), 1)
+    acc = jnp.where(upper, jnp.nan, acc)
+    depth = active_depth(stored, layer_ndim)
+    frac = active_fraction(stored, layer_ndim)
+    by_task = jnp.moveaxis(stored, 1, 0)
+    union = jnp.stack([active_fraction(mask_union(by_task, t + 1), layer_ndim) for t in range(num_tasks)], 1)
+    return ContinualResult(acc, stored, depth, frac, union)
+
+
+def _det_run(model, data, keys, config, num_tasks, heads, method):
+    x_train, y_train, n_train = data[:3]
+    optimizer = optax.adam(config.learning_rate)
+    ewc = method == "ewc"
+
+    def nll(w, x, y, head):
+        logp = jax.nn.log_softmax(_det_forward(model, w, x, head))
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=-1))
+
+    def train(w, anchor, fisher, key, t):
+        head = _head_of(t, heads)
+
+        def loss(w, x, y):
+            out = nll(w, x, y, head)
+            if ewc:
+                pen = jax.tree.map(lambda f, a, b: jnp.sum(f * jnp.square(a - b)), fisher, w, anchor)
+                out = out + 0.5 * config.ewc_lambda * sum(jax.tree.leaves(pen))
+            return out
+
+        def body(carry, k):
+            w, opt = carry
+            idx = jax.random.randint(k, (config.batch_size,), 0, n_train[t])
+            g = jax.grad(loss)(w, x_train[t][idx], y_train[t][idx])
+            upd, opt = optimizer.update(g, opt, w)
+            return (optax.apply_updates(w, upd), opt), None
+
+        (w, _), _ = jax.lax.scan(body, (w, optimizer.init(w)), jax.random.split(key, config.num_steps))
+        if ewc:
+            kf = jax.random.fold_in(key, 7)
+            idx = jax.random.randint(kf, (config.fisher_samples,), 0, n_train[t])
+
+            def per_example(x, y):
+                g = jax.grad(nll)(w, x[None], y[None], head)
+                return jax.tree.map(jnp.square, g)
+
+            f_t = jax.tree.map(lambda g: jnp.mean(g, 0), jax.vmap(per_example)(x_train[t][idx], y_train[t][idx]))
+            fisher = jax.tree.map(jnp.add, fisher, f_t)
+            anchor = w
+        return w, anchor, fisher
+
+    train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0, 0, None)))
+    ones = jnp.ones(model.mask_shape(), bool)
+    evaluate = jax.jit(jax.vmap(lambda w: _evaluate(
+        lambda p, m, x, h: _det_forward(model, p, x, h), data, jnp.broadcast_to(ones, (num_tasks,) + ones.shape),
+        w, num_tasks, heads)))
+
+    def init(k):
+        p = model.init(jax.random.fold_in(k, 0))
+        return {n: p[n]["loc"] for n in ("w_in", "w_hidden", "w_head")}
+
+    w = jax.vmap(init)(keys)
+    anchor = w
+    fisher = jax.tree.map(jnp.zeros_like, w)
+    rows = []
+    for t in range(num_tasks):
+        tk = jax.vmap(lambda k: jax.random.fold_in(k, t + 1))(keys)
+        w, anchor, fisher = train(w, anchor, fisher, tk, t)
+        rows.append(evaluate(w))
+    stored = jnp.ones((keys.shape[0], num_tasks) + model.mask_shape(), bool)
+    return _finish(rows, stored, num_tasks, len(model.mask_shape()) - 1)

@@ -1,0 +1,483 @@
+"""Beta/Bernoulli-process distributions as numpyro distribution classes.
+
+- :class:`StickBreakingBetaProcess`: the truncated stick-breaking construction
+  of the beta process, ``nu_k ~ Beta(a, b)``, ``pi_k = prod_{j<=k} nu_j``.
+- :class:`IndianBuffetProcess` and :func:`ibp_sample`: the Indian buffet
+  process with a fixed maximum number of features (padded, with a mask).
+- :class:`BernoulliProcessMask`: Bernoulli-process drop-connect masks
+  ``z ~ Bernoulli(sigmoid(logit(pi_l) + gamma))``.
+- :class:`LogitRelaxedBernoulli` and :class:`RelaxedBernoulli`: the binary
+  Concrete distribution, with log-densities computed in logit space so they
+  stay finite at low temperatures and extreme logits.
+
+All classes are ``numpyro.distributions.Distribution`` subclasses and can be
+used inside numpyro models (``numpyro.sample("pi", StickBreakingBetaProcess(...))``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import betaln, gammaln
+from numpyro.distributions import Distribution, constraints
+from numpyro.distributions.util import promote_shapes, validate_sample
+
+__all__ = [
+    "BernoulliProcessMask",
+    "IndianBuffetProcess",
+    "LogitRelaxedBernoulli",
+    "RelaxedBernoulli",
+    "StickBreakingBetaProcess",
+    "bernoulli_process_logits",
+    "ibp_sample",
+    "stick_breaking_log_weights",
+]
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def _check_positive(name: str, value) -> None:
+    """Raise ValueError if a concrete ``value`` is not everywhere finite and > 0."""
+    if _is_concrete(value):
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "fiu":
+            raise TypeError(f"{name} must be a real number or array, got dtype {arr.dtype}")
+        if not (np.all(np.isfinite(arr)) and np.all(arr > 0)):
+            raise ValueError(f"{name} must be finite and > 0, got {arr if arr.size <= 8 else arr.ravel()[:8]}")
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a Python int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def stick_breaking_log_weights(nu: jax.Array) -> jax.Array:
+    """Log stick-breaking weights ``log pi_k = sum_{j<=k} log nu_j`` along the last axis.
+
+    Computed as a cumulative sum of logs, so deep truncations do not underflow.
+
+    Args:
+        nu: stick proportions in (0, 1), ``[..., K]``.
+
+    Returns:
+        ``log pi``, ``[..., K]``, same dtype as ``nu`` (nats).
+
+    References:
+        Teh, Gorur & Ghahramani, "Stick-breaking construction for the Indian
+        buffet process", AISTATS 2007, eq. (6).
+    """
+    return jnp.cumsum(jnp.log(nu), axis=-1)
+
+
+class StickBreakingBetaProcess(Distribution):
+    """Truncated stick-breaking beta process: ``pi_k = prod_{j<=k} nu_j``, ``nu_j ~ Beta(a, b)``.
+
+    The sample is the decreasing vector ``pi`` of activation probabilities of
+    ``K`` atoms (here: the ``K`` hidden layers). Its density follows from the
+    change of variables ``nu_k = pi_k / pi_{k-1}`` (Jacobian ``prod_{k>=2} 1/pi_{k-1}``)::
+
+        log p(pi) = sum_k log Beta(pi_k / pi_{k-1}; a, b) - sum_{k<K} log pi_k,
+
+    and ``E[pi_k] = (a / (a + b))^k``. The beta process with concentration
+    ``alpha`` is ``a = alpha, b = 1``.
+
+    Args:
+        concentration1: ``a > 0``, scalar or ``[..., K]`` (per-atom values allowed).
+        concentration0: ``b > 0``, broadcastable with ``concentration1``.
+        truncation: ``K >= 1``, the number of atoms (static Python int).
+
+    Sample:
+        ``pi``, ``[*sample_shape, *batch_shape, K]``, float in (0, 1), non-increasing.
+
+    Raises:
+        ValueError: non-positive/non-finite concentrations, ``truncation < 1``.
+        TypeError: ``truncation`` not an int.
+
+    References:
+        Teh, Gorur & Ghahramani, "Stick-breaking construction for the Indian
+        buffet process", AISTATS 2007, eq. (6); Thapa & Li, "Bayesian Adaptation
+        of Network Depth and Width for Continual Learning", ICML 2024, Sec. 3.
+    """
+
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.independent(constraints.unit_interval, 1)
+    reparametrized_params = ["concentration1", "concentration0"]
+    pytree_aux_fields = ("truncation",)
+
+    def __init__(self, concentration1, concentration0=1.0, truncation: int = 10, *, validate_args=None):
+        truncation = _check_int("truncation", truncation, 1)
+        _check_positive("concentration1", concentration1)
+        _check_positive("concentration0", concentration0)
+        a = jnp.asarray(concentration1)
+        b = jnp.asarray(concentration0)
+        shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b), (truncation,))
+        if shape[-1] != truncation:
+            raise ValueError(
+                f"concentration last axis must be 1 or truncation={truncation}, got shape {shape}"
+            )
+        self.concentration1 = jnp.broadcast_to(a, shape).astype(jnp.result_type(float))
+        self.concentration0 = jnp.broadcast_to(b, shape).astype(jnp.result_type(float))
+        self.truncation = truncation
+        super().__init__(batch_shape=shape[:-1], event_shape=(truncation,), validate_args=validate_args)
+
+    @property
+    def mean(self):
+        """``E[pi_k] = prod_{j<=k} a_j / (a_j + b_j)`` (the nu_j are independent)."""
+        return jnp.cumprod(self.concentration1 / (self.concentration1 + self.concentration0), axis=-1)
+
+    def sample_sticks(self, key, sample_shape=()):
+        """Draw the stick proportions ``nu`` (reparameterised via implicit gamma gradients)."""
+        shape = sample_shape + self.batch_shape + self.event_shape
+        k1, k0 = jax.random.split(key)
+        g1 = jax.random.gamma(k1, self.concentration1, shape)
+        g0 = jax.random.gamma(k0, self.concentration0, shape)
+        tiny = jnp.finfo(g1.dtype).tiny
+        eps = jnp.finfo(g1.dtype).eps
+        return jnp.clip(g1 / jnp.maximum(g1 + g0, tiny), tiny, 1.0 - eps)
+
+    def sample(self, key, sample_shape=()):
+        return jnp.exp(stick_breaking_log_weights(self.sample_sticks(key, sample_shape)))
+
+    @validate_sample
+    def log_prob(self, value):
+        log_pi = jnp.log(value)
+        prev = jnp.concatenate([jnp.zeros_like(log_pi[..., :1]), log_pi[..., :-1]], axis=-1)
+        log_nu = log_pi - prev
+        log1m_nu = jnp.log1p(-jnp.exp(log_nu))
+        a, b = self.concentration1, self.concentration0
+        lp = (a - 1) * log_nu + (b - 1) * log1m_nu - betaln(a, b)
+        return jnp.sum(lp, axis=-1) - jnp.sum(prev, axis=-1)
+
+
+def _poisson_inverse_cdf(u, rate, max_count: int):
+    """Smallest k in [0, max_count] with CDF(k) >= u, for Poisson(rate); clipped at max_count."""
+    ks = jnp.arange(max_count + 1, dtype=rate.dtype)
+    log_pmf = ks * jnp.log(rate) - rate - gammaln(ks + 1)
+    cdf = jnp.cumsum(jnp.exp(log_pmf))
+    return jnp.sum(u > cdf[:-1]).astype(jnp.int32)
+
+
+def ibp_sample(key: jax.Array, alpha, num_customers: int, max_features: int):
+    """One draw of the Indian buffet process, truncated at ``max_features`` dishes.
+
+    Customer ``i`` (1-based) takes each dish ``k`` already tasted ``m_k`` times
+    with probability ``m_k / i``, then ``Poisson(alpha / i)`` new dishes. Dishes
+    are columns in order of first tasting; columns past ``max_features`` are
+    dropped and counted in ``overflow``. A ``lax.scan`` over customers.
+
+    Args:
+        key: PRNG key.
+        alpha: mass parameter ``alpha > 0``, scalar float.
+        num_customers: ``N`` (static int >= 1).
+        max_features: ``F`` (static int >= 1), the padded width.
+
+    Returns:
+        ``(Z, num_features, overflow)``: ``Z`` ``[N, F]`` bool (columns
+        ``>= num_features`` are all False padding); ``num_features`` int32, the
+        number of non-empty columns ``K+`` (``<= F``); ``overflow`` int32, dishes
+        that did not fit (0 unless ``F`` is too small; ``E[K+] = alpha * H_N``).
+
+    Raises:
+        ValueError / TypeError: invalid ``alpha``, ``num_customers`` or ``max_features``.
+
+    References:
+        Griffiths & Ghahramani, "Infinite latent feature models and the Indian
+        buffet process", NeurIPS 2005, Sec. 4 (the culinary metaphor, eq. 14).
+    """
+    num_customers = _check_int("num_customers", num_customers, 1)
+    max_features = _check_int("max_features", max_features, 1)
+    _check_positive("alpha", alpha)
+    dtype = jnp.result_type(float)
+    alpha = jnp.asarray(alpha, dtype)
+    k_old, k_new = jax.random.split(key)
+    u_old = jax.random.uniform(k_old, (num_customers, max_features), dtype)
+    u_new = jax.random.uniform(k_new, (num_customers,), dtype)
+    return _ibp_from_uniforms(u_old, u_new, alpha, max_features)
+
+
+def _ibp_from_uniforms(u_old, u_new, alpha, max_features: int):
+    cols = jnp.arange(max_features)
+
+    def step(carry, inp):
+        counts, k_plus, overflow = carry
+        i, u_row, u_poi = inp
+        existing = (cols < k_plus) & (u_row * i < counts)
+        n_new = _poisson_inverse_cdf(u_poi, alpha / i, max_features)
+        fresh = (cols >= k_plus) & (cols < k_plus + n_new)
+        row = existing | fresh
+        new_k = jnp.minimum(k_plus + n_new, max_features)
+        overflow = overflow + jnp.maximum(k_plus + n_new - max_features, 0)
+        return (counts + row, new_k, overflow), row
+
+    n = u_old.shape[0]
+    init = (jnp.zeros(max_features, u_old.dtype), jnp.int32(0), jnp.int32(0))
+    idx = jnp.arange(1, n + 1, dtype=u_old.dtype)
+    (_, k_plus, overflow), z = jax.lax.scan(step, init, (idx, u_old, u_new))
+    return z, k_plus, overflow
+
+
+class IndianBuffetProcess(Distribution):
+    """The Indian buffet process over binary matrices ``[N, F]`` (padded to ``F`` columns).
+
+    The density is that of the sequential (culinary) process for the matrix with
+    columns in order of first tasting (the form :func:`ibp_sample` produces)::
+
+        log P(Z) = K+ log alpha - alpha H_N - sum_i log K1^(i)!
+                   + sum_{k<=K+} [log (N - m_k)! + log (m_k - 1)! - log N!],
+
+    where ``K1^(i)`` is the number of dishes first tasted by customer ``i`` and
+    ``m_k`` the column sums. Matrices not in that order (a non-empty column after
+    an empty one, or columns not sorted by first row) get ``-inf``. Mass beyond
+    ``F`` columns is lost (``P(K+ > F)``; choose ``F`` well above ``alpha H_N``).
+
+    Args:
+        alpha: mass ``alpha > 0`` (scalar or batch).
+        num_customers: ``N`` (static int).
+        max_features: ``F`` (static int), the padded number of columns.
+
+    Raises:
+        ValueError / TypeError: invalid arguments.
+
+    References:
+        Griffiths & Ghahramani, "Infinite latent feature models and the Indian
+        buffet process", NeurIPS 2005, eq. (14) and Sec. 4.
+    """
+
+    arg_constraints = {"alpha": constraints.positive}
+    support = constraints.independent(constraints.boolean, 2)
+    pytree_aux_fields = ("num_customers", "max_features")
+
+    def __init__(self, alpha, num_customers: int, max_features: int, *, validate_args=None):
+        self.num_customers = _check_int("num_customers", num_customers, 1)
+        self.max_features = _check_int("max_features", max_features, 1)
+        _check_positive("alpha", alpha)
+        self.alpha = jnp.asarray(alpha, jnp.result_type(float))
+        super().__init__(
+            batch_shape=jnp.shape(self.alpha),
+            event_shape=(self.num_customers, self.max_features),
+            validate_args=validate_args,
+        )
+
+    @property
+    def harmonic_number(self):
+        return float(np.sum(1.0 / np.arange(1, self.num_customers + 1)))
+
+    @property
+    def mean_num_features(self):
+        """``E[K+] = alpha * H_N`` (before truncation at ``F``)."""
+        return self.alpha * self.harmonic_number
+
+    def sample(self, key, sample_shape=()):
+        shape = sample_shape + self.batch_shape
+        n = int(np.prod(shape)) if shape else 1
+        keys = jax.random.split(key, n)
+        alphas = jnp.broadcast_to(self.alpha, shape).reshape(n)
+        f = lambda k, a: _ibp_from_uniforms(
+            jax.random.uniform(jax.random.fold_in(k, 0), (self.num_customers, self.max_features), a.dtype),
+            jax.random.uniform(jax.random.fold_in(k, 1), (self.num_customers,), a.dtype),
+            a,
+            self.max_features,
+        )[0]
+        z = jax.vmap(f)(keys, alphas)
+        return z.reshape(shape + self.event_shape)
+
+    def log_prob(self, value):
+        z = jnp.asarray(value).astype(bool)
+        n = self.num_customers
+        m = jnp.sum(z, axis=-2)  # column sums [..., F]
+        nonempty = m > 0
+        k_plus = jnp.sum(nonempty, axis=-1)
+        # first row of each column (n if empty)
+        rows = jnp.arange(n)[:, None]
+        first = jnp.min(jnp.where(z, rows, n), axis=-2)
+        # valid order: non-empty columns first, and first-tasting rows non-decreasing
+        prefix_ok = jnp.all(nonempty[..., 1:] <= nonempty[..., :-1], axis=-1)
+        sorted_ok = jnp.all((first[..., 1:] >= first[..., :-1]) | ~nonempty[..., 1:], axis=-1)
+        k1 = jnp.sum(jax.nn.one_hot(first, n + 1, dtype=jnp.int32)[..., :n], axis=-2)  # new dishes per customer
+        dtype = self.alpha.dtype
+        mf = m.astype(dtype)
+        h_n = self.harmonic_number
+        col = jnp.where(nonempty, gammaln(n - mf + 1) + gammaln(jnp.maximum(mf, 1.0)) - gammaln(n + 1.0), 0.0)
+        lp = (
+            k_plus * jnp.log(self.alpha)
+            - self.alpha * h_n
+            - jnp.sum(gammaln(k1.astype(dtype) + 1), axis=-1)
+            + jnp.sum(col, axis=-1)
+        )
+        return jnp.where(prefix_ok & sorted_ok, lp, -jnp.inf)
+
+
+def bernoulli_process_logits(log_pi, gamma):
+    """Mask logits ``logit(pi_l) + gamma`` computed from ``log pi_l`` without cancellation.
+
+    ``logit(pi) = log pi - log(1 - pi) = log pi - log1p(-exp(log pi))``.
+
+    Args:
+        log_pi: log activation probability of each layer, ``[..., L]`` (<= 0).
+        gamma: per-weight logit offsets, broadcastable against ``log_pi``
+            expanded to the weight shape by the caller.
+
+    Returns:
+        logits, broadcast shape of the inputs.
+    """
+    log_pi = jnp.minimum(log_pi, -jnp.finfo(jnp.result_type(log_pi)).eps)
+    return log_pi - jnp.log(-jnp.expm1(log_pi)) + gamma
+
+
+class BernoulliProcessMask(Distribution):
+    """Bernoulli-process drop-connect masks ``z ~ Bernoulli(sigmoid(logit(pi) + gamma))``.
+
+    ``pi`` is the activation probability of the layer the weights belong to
+    (a stick-breaking weight), ``gamma`` a per-weight logit offset learned by
+    the variational posterior. The log-mass is ``z * l - softplus(l)`` with
+    ``l = logit(pi) + gamma`` (finite for all real ``l``).
+
+    Args:
+        log_pi: ``log pi`` of the layer, broadcastable against ``gamma`` (<= 0).
+        gamma: per-weight offsets ``[..., out, in]`` (any real).
+
+    References:
+        Thapa & Li, "Bayesian Adaptation of Network Depth and Width for
+        Continual Learning", ICML 2024, Sec. 3 (width as a Bernoulli process).
+    """
+
+    arg_constraints = {"logits": constraints.real}
+    support = constraints.boolean
+    has_enumerate_support = False
+
+    def __init__(self, log_pi, gamma=0.0, *, validate_args=None):
+        self.logits = bernoulli_process_logits(jnp.asarray(log_pi), jnp.asarray(gamma))
+        super().__init__(batch_shape=jnp.shape(self.logits), validate_args=validate_args)
+
+    @property
+    def probs(self):
+        return jax.nn.sigmoid(self.logits)
+
+    @property
+    def mean(self):
+        return self.probs
+
+    def sample(self, key, sample_shape=()):
+        shape = sample_shape + self.batch_shape
+        return jax.random.bernoulli(key, self.probs, shape)
+
+    def log_prob(self, value):
+        value = jnp.asarray(value, self.logits.dtype)
+        return value * self.logits - jax.nn.softplus(self.logits)
+
+    def hard(self):
+        """The deterministic test-time mask ``1[logit(pi) + gamma > 0]`` (the mode)."""
+        return self.logits > 0
+
+
+class LogitRelaxedBernoulli(Distribution):
+    """Binary Concrete in logit space: ``y = (logits + L) / temperature``, ``L ~ Logistic(0, 1)``.
+
+    ``sigmoid(y)`` is the relaxed Bernoulli mask. The density of ``y`` is::
+
+        log p(y) = log tau + l - tau y - 2 softplus(l - tau y),
+
+    finite for every real ``y``, ``l`` and ``tau > 0`` (no ``log`` of a
+    saturated sigmoid). KL divergences between relaxed masks are invariant to
+    the bijection ``sigmoid``, so Monte Carlo KLs can use this density.
+
+    Args:
+        temperature: ``tau > 0`` (scalar or batch).
+        logits: ``l``, any real, broadcastable with ``temperature``.
+
+    Raises:
+        ValueError: non-positive or non-finite temperature.
+
+    References:
+        Maddison, Mnih & Teh, "The Concrete Distribution", ICLR 2017, eq. (26);
+        Jang, Gu & Poole, "Categorical Reparameterization with Gumbel-Softmax", ICLR 2017.
+    """
+
+    arg_constraints = {"temperature": constraints.positive, "logits": constraints.real}
+    support = constraints.real
+    reparametrized_params = ["temperature", "logits"]
+
+    def __init__(self, temperature, logits, *, validate_args=None):
+        _check_positive("temperature", temperature)
+        if _is_concrete(logits) and not np.all(np.isfinite(np.asarray(logits))):
+            raise ValueError("logits must be finite (use a large finite value for near-certain masks)")
+        self.temperature, self.logits = promote_shapes(jnp.asarray(temperature), jnp.asarray(logits))
+        super().__init__(
+            batch_shape=jnp.broadcast_shapes(jnp.shape(self.temperature), jnp.shape(self.logits)),
+            validate_args=validate_args,
+        )
+
+    def sample(self, key, sample_shape=()):
+        shape = sample_shape + self.batch_shape
+        dtype = jnp.result_type(self.logits, float)
+        u = jax.random.uniform(key, shape, dtype, minval=jnp.finfo(dtype).tiny, maxval=1.0)
+        noise = jnp.log(u) - jnp.log1p(-u)
+        return (self.logits + noise) / self.temperature
+
+    def log_prob(self, value):
+        t = self.logits - self.temperature * value
+        return jnp.log(self.temperature) + t - 2.0 * jax.nn.softplus(t)
+
+
+class RelaxedBernoulli(Distribution):
+    """Relaxed Bernoulli (binary Concrete) on [0, 1] with a log-density that never overflows.
+
+    ``z = sigmoid(y)``, ``y ~`` :class:`LogitRelaxedBernoulli` ``(tau, l)``; the
+    density is evaluated in logit space::
+
+        log p(z) = log p_Y(y) + softplus(y) + softplus(-y),   y = logit(z),
+
+    using ``log z = -softplus(-y)``, ``log(1 - z) = -softplus(y)``. ``z`` is
+    clipped to ``[tiny, 1 - eps/2]`` before ``logit`` so that a float32 sample
+    saturated to exactly 0 or 1 (frequent at ``tau <= 0.3`` with large logits)
+    still has a finite log-density. Where the logit-space sample is at hand,
+    prefer :meth:`log_prob_logit` (exact, no clipping).
+
+    Args:
+        temperature: ``tau > 0``.
+        logits: any finite real, broadcastable with ``temperature``.
+
+    Raises:
+        ValueError: non-positive temperature or non-finite logits.
+
+    References:
+        Maddison, Mnih & Teh, "The Concrete Distribution", ICLR 2017, eq. (26).
+    """
+
+    arg_constraints = {"temperature": constraints.positive, "logits": constraints.real}
+    support = constraints.unit_interval
+    reparametrized_params = ["temperature", "logits"]
+
+    def __init__(self, temperature, logits, *, validate_args=None):
+        self.base = LogitRelaxedBernoulli(temperature, logits)
+        self.temperature, self.logits = self.base.temperature, self.base.logits
+        super().__init__(batch_shape=self.base.batch_shape, validate_args=validate_args)
+
+    @property
+    def probs(self):
+        return jax.nn.sigmoid(self.logits)
+
+    def sample_logit(self, key, sample_shape=()):
+        """The logit-space sample ``y`` (``z = sigmoid(y)``)."""
+        return self.base.sample(key, sample_shape)
+
+    def sample(self, key, sample_shape=()):
+        return jax.nn.sigmoid(self.sample_logit(key, sample_shape))
+
+    def log_prob_logit(self, y):
+        """``log p(z)`` at ``z = sigmoid(y)`` given the logit ``y`` (exact)."""
+        return self.base.log_prob(y) + jax.nn.softplus(y) + jax.nn.softplus(-y)
+
+    def log_prob(self, value):
+        dtype = jnp.result_type(value, float)
+        finfo = jnp.finfo(dtype)
+        z = jnp.clip(value, finfo.tiny, 1.0 - finfo.epsneg)
+        y = jnp.log(z) - jnp.log1p(-z)
+        return self.log_prob_logit(y)
+
