@@ -224,3 +224,12 @@ def test_x64_flag_is_applied(planted, tmp_path):
         jax.config.update("jax_enable_x64", False)
     assert code == 0
     assert seen["dtype"] == jnp.float64 and doc["machine"]["x64"] is True
+
+
+def test_module_entry_point_lists_core_suite():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--list"], capture_output=True, text=True,
+                          timeout=300)
+    assert "core.matmul" in proc.stdout and "core.logsumexp" in proc.stdout, proc.stderr[-2000:]
