@@ -116,10 +116,14 @@ class StickBreakingBetaProcess(Distribution):
         _check_positive("concentration0", concentration0)
         a = jnp.asarray(concentration1)
         b = jnp.asarray(concentration0)
-        shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b), (truncation,))
-        if shape[-1] != truncation:
+        try:
+            shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b), (truncation,))
+        except ValueError:
+            shape = None
+        if shape is None or shape[-1] != truncation:
             raise ValueError(
-                f"concentration last axis must be 1 or truncation={truncation}, got shape {shape}"
+                f"concentration1/concentration0 last axis must be 1 or truncation={truncation}, "
+                f"got shapes {jnp.shape(a)} and {jnp.shape(b)}"
             )
         self.concentration1 = jnp.broadcast_to(a, shape).astype(jnp.result_type(float))
         self.concentration0 = jnp.broadcast_to(b, shape).astype(jnp.result_type(float))
