@@ -120,7 +120,7 @@ def test_nig_matches_student_t_marginal(x64):
 def test_bdeu_matches_pgmpy():
     pd = pytest.importorskip("pandas")
     pytest.importorskip("pgmpy")
-    from pgmpy.estimators import BDeu
+    from pgmpy.structure_score import BDeu
 
     rng = np.random.default_rng(4)
     x = np.stack([rng.integers(0, 2, 60), rng.integers(0, 3, 60), rng.integers(0, 2, 60)], 1)
