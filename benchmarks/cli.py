@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the registered benchmarks and exit")
     p.add_argument("--suite", metavar="NAME[,NAME]", help="run only these families (e.g. core,tpp)")
     p.add_argument("--config", metavar="FILE", help="YAML run configuration (default: configs/default.yaml)")
-    p.add_argument("--backend", choices=None, metavar="cpu|gpu|tpu", help="JAX backend to run on (default: JAX's)")
+    p.add_argument("--backend", metavar="cpu|gpu|tpu", help="JAX backend to run on (default: JAX's)")
     p.add_argument("--x64", action="store_true", help="enable 64-bit JAX arrays")
     p.add_argument("--repeats", type=int, metavar="N", help="timed repeats per size")
     p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
@@ -119,7 +119,12 @@ class Run:
         self.doc["updated"] = results.now()
         self.doc["peak_rss_mib"] = runner.peak_rss_mib()
         results.write_json_atomic(self.json_path, self.doc)
-        results.write_text_atomic(self.md_path, report.markdown(self.doc))
+        try:
+            text = report.markdown(self.doc)
+        except Exception as exc:  # the JSON is the record; a rendering bug must not stop the run
+            text = f"# jaxcore benchmark report\n\nThe report could not be rendered ({type(exc).__name__}: {exc}); " \
+                   f"every result is in {self.json_path.name}.\n"
+        results.write_text_atomic(self.md_path, text)
 
     def add(self, rec: dict[str, Any], section: str = "results") -> None:
         self.doc[section].append(rec)
@@ -127,6 +132,8 @@ class Run:
 
 
 def _list(console: Any, reg: dict[str, Any], errors: dict[str, str]) -> None:
+    from rich.markup import escape
+
     from rich.table import Table as RichTable
 
     t = RichTable(title="registered benchmarks")
@@ -141,7 +148,7 @@ def _list(console: Any, reg: dict[str, Any], errors: dict[str, str]) -> None:
         t.add_row(name, b.kind, sizes, bases, b.description)
     console.print(t)
     for mod, err in errors.items():
-        console.print(f"[red]suite {mod!r} failed to import:[/red] {err.splitlines()[0]}")
+        console.print(f"[red]suite {escape(repr(mod))} failed to import:[/red] {escape(err.splitlines()[0])}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,12 +161,93 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(args, err_console, out_console)
     except UsageError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        from rich.markup import escape
+
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
 
 
+def _out_dir(arg: str | None, run_id: str) -> pathlib.Path:
+    """The output folder, created; a fresh one per run unless ``--out`` names one."""
+    if arg:
+        out = pathlib.Path(arg)
+    else:
+        out = pathlib.Path("results") / run_id
+        i = 2
+        while out.exists():
+            out = pathlib.Path("results") / f"{run_id}-{i}"
+            i += 1
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"--out: cannot write results to {str(out)!r}: {exc.strerror or exc}") from exc
+    return out
+
+
+def _sizes(value: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(s, dict) for s in value):
+        raise UsageError(f"{where} must be a list of mappings like [{{n: 256}}], got {value!r}")
+    return [dict(s) for s in value]
+
+
+def _plan(selected: list[Any], cfg: Any, import_errors: dict[str, str]) -> list[tuple[Any, str, Any]]:
+    """The (benchmark, what, argument) tasks of the run, with the config's overrides applied."""
+    from omegaconf import OmegaConf
+
+    from .config import SPEED_OVERRIDE_KEYS, ConfigError, flatten_overrides
+    from .registry import registry
+
+    names = list(registry())
+    try:
+        speed_ov = flatten_overrides(OmegaConf.to_container(cfg.benchmarks) or {}, names, list(import_errors))
+        quality_ov = flatten_overrides(OmegaConf.to_container(cfg.quality) or {}, names, list(import_errors))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    tasks: list[tuple[Any, str, Any]] = []
+    for b in selected:
+        if b.kind == "speed":
+            ov = speed_ov.get(b.name, {})
+            bad = set(ov) - SPEED_OVERRIDE_KEYS
+            if bad:
+                raise UsageError(f"benchmarks.{b.name}: unknown keys {sorted(bad)}; "
+                                 f"known: {sorted(SPEED_OVERRIDE_KEYS)}")
+            if ov.get("skip"):
+                continue
+            if cfg.quick:
+                sizes = ov.get("quick_sizes", ov.get("sizes"))
+                sizes = _sizes(sizes, f"benchmarks.{b.name}.quick_sizes") if sizes is not None else (
+                    list(b.quick_sizes or list(b.sizes)[:1]))
+            else:
+                sizes = _sizes(ov["sizes"], f"benchmarks.{b.name}.sizes") if "sizes" in ov else list(b.sizes)
+            tasks += [(b, "size", dict(s)) for s in sizes]
+            if cfg.scaling and (b.scaling or ov.get("scaling")):
+                sc = ov.get("scaling") or {"param": b.scaling.param, "values": list(b.scaling.values)}
+                if not isinstance(sc, dict) or "param" not in sc or "values" not in sc:
+                    raise UsageError(f"benchmarks.{b.name}.scaling must be {{param: NAME, values: [...]}}, got {sc!r}")
+                base = dict(sizes[0]) if sizes else dict(b.sizes[0])
+                tasks.append((b, "scaling", {"param": sc["param"], "values": list(sc["values"]), "base": base}))
+        else:
+            ov = dict(quality_ov.get(b.name, {}))
+            if ov.pop("skip", False):
+                continue
+            params = dict(b.params)
+            if cfg.quick:
+                params.update(b.quick_params)
+            unknown = set(ov) - set(params)
+            if unknown:
+                raise UsageError(f"quality.{b.name}: unknown parameters {sorted(unknown)}; known: {sorted(params)}")
+            params.update(ov)
+            tasks.append((b, "quality", params))
+    return tasks
+
+
 def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
-    from .config import ConfigError, bench_overrides, load_config, to_container
+    from rich.markup import escape
+
+    from .config import ConfigError, load_config, to_container
 
     overrides = list(args.overrides)
     if args.repeats is not None:
@@ -175,6 +263,15 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from exc
 
+    from . import report, results, runner
+
+    previous = None
+    if args.compare:
+        try:
+            previous = results.load(args.compare)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--compare: {exc}") from exc
+
     import jax
 
     if cfg.x64:
@@ -185,14 +282,12 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
 
     imported, import_errors = discover_suites()
     reg = registry_mod.registry()
-    if args.list:
-        _list(out_console, reg, import_errors)
-        return 1 if import_errors else 0
-
     families = sorted({b.family for b in reg.values()} | set(import_errors))
     wanted = None
-    if args.suite:
+    if args.suite is not None:
         wanted = [s.strip() for s in args.suite.split(",") if s.strip()]
+        if not wanted:
+            raise UsageError(f"--suite: give one or more of {', '.join(families)}, got {args.suite!r}")
     elif cfg.suites:
         wanted = list(cfg.suites)
     if wanted is not None:
@@ -201,56 +296,35 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
             raise UsageError(f"--suite: unknown suite(s) {', '.join(unknown)}; available: {', '.join(families)}")
     selected = [b for b in reg.values() if wanted is None or b.family in wanted]
     selected.sort(key=lambda b: (b.family != "core", b.family, b.kind != "speed", b.name))
+    if args.list:
+        _list(out_console, {b.name: b for b in selected},
+              {m: e for m, e in import_errors.items() if wanted is None or m in wanted})
+        return 1 if import_errors else 0
+    tasks = _plan(selected, cfg, import_errors)
 
-    from . import report, results, runner
     from .registry import QualityContext
 
     run_id = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_dir = pathlib.Path(args.out) if args.out else pathlib.Path("results") / run_id
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = _out_dir(args.out, run_id)
     doc = results.new_document(run_id, results.machine_info(backend), to_container(cfg))
     run = Run(out_dir, doc)
     for mod, err in import_errors.items():
         if wanted is None or mod in wanted:
             run.doc["results"].append({"kind": "suite", "name": f"{mod}.<import>", "family": mod,
                                        "status": "error", "error": err})
+            console.print(f"[red]suite {escape(mod)} failed to import:[/red] {escape(err.splitlines()[0])}")
     run.save()
-    console.print(f"jaxcore benchmarks: {len(selected)} benchmarks, backend {backend}, writing to {out_dir}/")
-
-    previous = None
-    if args.compare:
-        try:
-            previous = results.load(args.compare)
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"--compare: {exc}") from exc
+    console.print(f"jaxcore benchmarks: {len(tasks)} tasks from {len(selected)} benchmarks, backend {backend}, "
+                  f"writing to {escape(str(out_dir))}/")
 
     key = jax.random.key(int(cfg.seed))
     interrupted = False
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    tasks: list[tuple[Any, str, Any]] = []
-    for b in selected:
-        ov = bench_overrides(cfg, b.name, "benchmarks" if b.kind == "speed" else "quality")
-        if ov.get("skip"):
-            continue
-        if b.kind == "speed":
-            sizes = ov.get("quick_sizes" if cfg.quick else "sizes")
-            if sizes is None:
-                sizes = (b.quick_sizes or list(b.sizes)[:1]) if cfg.quick else b.sizes
-            for s in sizes:
-                tasks.append((b, "size", dict(s)))
-            if cfg.scaling and (b.scaling or ov.get("scaling")):
-                tasks.append((b, "scaling", ov.get("scaling")))
-        else:
-            params = dict(b.params)
-            if cfg.quick:
-                params.update(b.quick_params)
-            params.update({k: v for k, v in ov.items() if k != "skip"})
-            tasks.append((b, "quality", params))
-
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeElapsedColumn(), console=console, transient=False) as progress:
+        with Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                      TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                      console=console, transient=False) as progress:
             ceil_task = progress.add_task("machine ceilings", total=1)
             try:
                 cc = cfg.ceilings
@@ -272,10 +346,9 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
                                 b, arg, sub, repeats=int(cfg.repeats), min_repeats=int(cfg.min_repeats),
                                 max_time_s=float(cfg.max_time_s), ceilings=run.doc["ceilings"])
                         elif what == "scaling":
-                            sc = arg or {"param": b.scaling.param, "values": list(b.scaling.values)}
-                            base_size = dict((b.quick_sizes or b.sizes)[0] if cfg.quick else b.sizes[0])
-                            rec = runner.run_scaling(b, sc["param"], list(sc["values"]), base_size, sub,
-                                                     repeats=int(cfg.repeats), max_time_s=float(cfg.max_time_s))
+                            rec = runner.run_scaling(b, arg["param"], arg["values"], arg["base"], sub,
+                                                     repeats=int(cfg.repeats), min_repeats=int(cfg.min_repeats),
+                                                     max_time_s=float(cfg.max_time_s))
                         else:
                             ctx = QualityContext(params=arg, out_dir=out_dir, key=sub, quick=bool(cfg.quick),
                                                  progress=lambda msg, _l=b.name: progress.update(
@@ -291,7 +364,12 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
                         rec["size"] = arg
                     elif what == "quality":
                         rec["params"] = arg
-                    console.print(f"[red]{b.name}: {status}[/red] {type(exc).__name__}: {str(exc)[:300]}")
+                    elif what == "scaling":
+                        rec["param"] = arg["param"]
+                if rec.get("status") != "ok":
+                    first = (rec.get("error") or "").strip().splitlines()
+                    console.print(f"[red]{escape(b.name)}: {rec.get('status')}[/red] "
+                                  f"{escape(first[0][:300] if first else '')}")
                 rec["wall_s"] = time.perf_counter() - t0
                 rec["peak_rss_mib"] = runner.peak_rss_mib()
                 run.add(rec, "scaling" if what == "scaling" else "results")
@@ -302,29 +380,34 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
 
     if previous is not None:
         run.doc["comparison"] = results.compare(previous, run.doc)
+        run.doc["comparison_warnings"] = results.comparable(previous, run.doc)
+        for w in run.doc["comparison_warnings"]:
+            console.print(f"[yellow]--compare:[/yellow] {escape(w)}")
     try:
         run.doc["plots"] = report.plots(run.doc, out_dir)
     except Exception as exc:
         run.doc["plots_error"] = f"{type(exc).__name__}: {exc}"
     failed = [r for r in run.doc["results"] + run.doc["scaling"] if r.get("status") != "ok"]
-    wrong = [(r["name"], n) for r in run.doc["results"] if r.get("kind") == "speed"
-             for n, bb in r.get("baselines", {}).items() if bb.get("status") in ("wrong", "error")]
-    run.doc["status"] = "interrupted" if interrupted else ("failed" if failed or wrong else "complete")
+    bad_baselines = [(r["name"], n) for r in run.doc["results"] if r.get("kind") == "speed"
+                     for n, bb in r.get("baselines", {}).items() if bb.get("status") in ("wrong", "error")]
+    run.doc["status"] = "interrupted" if interrupted else ("failed" if failed or bad_baselines else "complete")
     run.save()
 
     if args.format == "json":
-        print(json.dumps(json.load(open(run.json_path)), indent=1))
+        print(run.json_path.read_text())
     elif args.format == "markdown":
         print(run.md_path.read_text())
     else:
         report.print_table(run.doc, out_console)
-    console.print(f"results: {run.json_path}  report: {run.md_path}  plots: {out_dir / 'plots'}/")
-    if failed or wrong:
-        console.print(f"[red]{len(failed)} benchmark(s) failed and {len(wrong)} baseline(s) disagreed or "
-                      f"raised:[/red] " + ", ".join(sorted({r['name'] for r in failed} | {w[0] for w in wrong})))
+    console.print(f"results: {escape(str(run.json_path))}  report: {escape(str(run.md_path))}  "
+                  f"plots: {escape(str(out_dir / 'plots'))}/", soft_wrap=True)
+    if failed or bad_baselines:
+        names = sorted({r["name"] for r in failed} | {w[0] for w in bad_baselines})
+        console.print(f"[red]{len(failed)} benchmark(s) failed or disagreed and {len(bad_baselines)} baseline(s) "
+                      f"disagreed or raised:[/red] " + escape(", ".join(names)))
     if interrupted:
         return 130
-    return 1 if (failed or wrong) else 0
+    return 1 if (failed or bad_baselines) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

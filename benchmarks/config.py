@@ -1,59 +1,93 @@
-"""Run configuration: YAML files through OmegaConf, with ``key=value`` overrides.
+"""Run configuration: a typed OmegaConf schema, YAML files, ``key=value`` overrides.
 
-A configuration file holds only what differs from :data:`DEFAULTS`; the
-benchmarks' own sizes (declared in each suite module) are the defaults for
-``benchmarks`` and ``quality``. Layout::
+The embedded default is :class:`RunConfig` itself (``configs/default.yaml``
+restates it, and a test keeps the two equal), so an installed jaxcore without
+the repository's ``configs/`` folder runs the same bare ``python -m
+benchmarks``. A file holds only what differs from the defaults::
 
     seed: 0
     repeats: 7            # timed (kernel, baseline) pairs per size
-    max_time_s: 20        # soft time budget per size; stops repeating past it
-    timeout_s: 600        # hard limit per benchmark (SIGALRM)
+    max_time_s: 8         # soft time budget per size; stops repeating past it
+    timeout_s: 600        # hard limit per size, per sweep, per quality run (SIGALRM)
     quick: false          # use quick_sizes / quick_params
     scaling: false        # run each benchmark's size sweep
     suites: null          # list of families, or null for all
     ceilings: {matmul_n: 2048, copy_mib: 256, repeats: 5}
-    benchmarks:           # per speed benchmark: sizes, quick_sizes, scaling, repeats, skip
+    benchmarks:           # per speed benchmark: sizes, quick_sizes, scaling, skip
       core.logsumexp: {sizes: [{n: 4096, d: 256}]}
     quality:              # per quality benchmark: any of its params, or skip
       tpp.fit: {epochs: 50}
+
+Values are type-checked (``repeats=abc`` or ``x64=maybe`` is an error).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-DEFAULTS: dict[str, Any] = {
-    "seed": 0,
-    "repeats": 7,
-    "min_repeats": 2,
-    "max_time_s": 20.0,
-    "timeout_s": 600.0,
-    "quick": False,
-    "scaling": False,
-    "x64": False,
-    "suites": None,
-    "ceilings": {"matmul_n": 2048, "copy_mib": 256, "repeats": 5},
-    "benchmarks": {},
-    "quality": {},
-}
+REPO_CONFIGS = pathlib.Path(__file__).resolve().parent.parent / "configs"
 
-#: Settings that ``--quick`` applies on top of the file (fewer repeats).
+#: keys a per-benchmark override may set
+SPEED_OVERRIDE_KEYS = {"sizes", "quick_sizes", "scaling", "skip"}
+
+
+@dataclasses.dataclass
+class Ceilings:
+    matmul_n: int = 2048
+    copy_mib: int = 256
+    repeats: int = 5
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """The typed schema of a run configuration (and the embedded defaults)."""
+
+    seed: int = 0
+    repeats: int = 7
+    min_repeats: int = 2
+    max_time_s: float = 8.0
+    timeout_s: float = 600.0
+    quick: bool = False
+    scaling: bool = False
+    x64: bool = False
+    suites: Optional[list[str]] = None  # noqa: UP045 (omegaconf needs typing.Optional)
+    ceilings: Ceilings = dataclasses.field(default_factory=Ceilings)
+    benchmarks: dict[str, Any] = dataclasses.field(default_factory=dict)
+    quality: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+DEFAULTS: dict[str, Any] = dataclasses.asdict(RunConfig())
+
+#: What ``--quick`` (or ``quick: true`` in a file) sets: fewer repeats, small ceilings.
 QUICK: dict[str, Any] = {
     "quick": True,
     "repeats": 3,
-    "max_time_s": 5.0,
-    "ceilings": {"matmul_n": 1024, "copy_mib": 64, "repeats": 3},
+    "max_time_s": 3.0,
+    "ceilings": {"matmul_n": 1024, "copy_mib": 128, "repeats": 3},
 }
-
-REPO_CONFIGS = pathlib.Path(__file__).resolve().parent.parent / "configs"
 
 
 class ConfigError(ValueError):
     """A configuration file or override is invalid."""
+
+
+def _read(path: pathlib.Path) -> DictConfig:
+    if not path.exists():
+        raise ConfigError(f"--config: no such file {str(path)!r}")
+    if not path.is_file():
+        raise ConfigError(f"--config: {str(path)!r} is not a file")
+    try:
+        loaded = OmegaConf.load(path)
+    except Exception as exc:  # yaml parser errors, non-mapping documents
+        raise ConfigError(f"--config: cannot read {path} as a YAML mapping: {exc}") from exc
+    if not isinstance(loaded, DictConfig):
+        raise ConfigError(f"--config: {path} must hold a YAML mapping, got {type(loaded).__name__}")
+    return loaded
 
 
 def load_config(
@@ -64,50 +98,47 @@ def load_config(
 ) -> DictConfig:
     """Build the run configuration.
 
-    Order of precedence (later wins): :data:`DEFAULTS`, the YAML file (the
-    repository's ``configs/default.yaml`` when ``path`` is None and it exists),
-    :data:`QUICK` if ``quick``, then the ``key=value`` overrides
-    (OmegaConf dot-list syntax, e.g. ``repeats=3`` or
+    Layers, later wins: the schema's defaults; for a file that sets
+    ``quick: true``, :data:`QUICK` beneath the file (the file refines it); the
+    file; :data:`QUICK` when ``quick`` (the ``--quick`` flag) is given; the
+    ``key=value`` overrides (OmegaConf dot-list syntax, e.g. ``repeats=3`` or
     ``"benchmarks.core.matmul.sizes=[{n: 256}]"``).
 
     Raises:
-        ConfigError: the file is missing or not a mapping, a key is unknown, or
-            an override is malformed.
+        ConfigError: the file is missing, unreadable or not a mapping; a key is
+            unknown; a value has the wrong type; an override lacks ``=``.
     """
-    base = OmegaConf.create(DEFAULTS)
-    layers = []
-    if path is None:
-        default = REPO_CONFIGS / "default.yaml"
-        path = default if default.exists() else None
-    if path is not None:
-        path = pathlib.Path(path)
-        if not path.exists():
-            raise ConfigError(f"--config: no such file {str(path)!r}")
-        loaded = OmegaConf.load(path)
-        if not isinstance(loaded, DictConfig):
-            raise ConfigError(f"--config: {path} must hold a YAML mapping, got {type(loaded).__name__}")
-        unknown = set(loaded.keys()) - set(DEFAULTS)
-        if unknown:
-            raise ConfigError(f"--config: unknown keys {sorted(unknown)} in {path}; known: {sorted(DEFAULTS)}")
-        layers.append(loaded)
+    schema = OmegaConf.structured(RunConfig)
+    layers: list[Any] = []
+    file_cfg = _read(pathlib.Path(path)) if path is not None else None
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} must have the form KEY=VALUE (e.g. repeats=3)")
     try:
-        if overrides:
-            dot = OmegaConf.from_dotlist(list(overrides))
-            unknown = set(dot.keys()) - set(DEFAULTS)
-            if unknown:
-                raise ConfigError(f"override: unknown keys {sorted(unknown)}; known: {sorted(DEFAULTS)}")
-            layers.append(dot)
-        cfg = OmegaConf.merge(base, *layers)
-        if quick or cfg.quick:
-            # quick settings sit under the file and the overrides, which may refine them
-            cfg = OmegaConf.merge(base, OmegaConf.create(QUICK), *layers)
-            cfg.quick = True
-    except ConfigError:
-        raise
-    except Exception as exc:  # omegaconf raises several types
-        raise ConfigError(f"invalid configuration: {exc}") from exc
-    if int(cfg.repeats) < 1:
+        dot = OmegaConf.from_dotlist(list(overrides)) if overrides else None
+    except Exception as exc:
+        raise ConfigError(f"invalid override in {list(overrides)}: {exc}") from exc
+    if file_cfg is not None:
+        if file_cfg.get("quick"):
+            layers.append(QUICK)
+        layers.append(file_cfg)
+    if quick:
+        layers.append(QUICK)
+    if dot is not None:
+        layers.append(dot)
+    try:
+        cfg = OmegaConf.merge(schema, *layers)
+    except Exception as exc:  # omegaconf's ConfigKeyError, ValidationError, ...
+        msg = str(exc).split("\n")[0]
+        raise ConfigError(f"invalid configuration: {msg}; known keys: {sorted(DEFAULTS)}") from exc
+    if cfg.repeats < 1:
         raise ConfigError(f"repeats must be >= 1, got {cfg.repeats}")
+    if cfg.min_repeats < 1:
+        raise ConfigError(f"min_repeats must be >= 1, got {cfg.min_repeats}")
+    if cfg.max_time_s <= 0 or cfg.timeout_s <= 0:
+        raise ConfigError(f"max_time_s and timeout_s must be positive, got {cfg.max_time_s} and {cfg.timeout_s}")
+    if quick:
+        cfg.quick = True
     return cfg
 
 
@@ -116,19 +147,43 @@ def to_container(cfg: DictConfig) -> dict[str, Any]:
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
 
 
-def bench_overrides(cfg: DictConfig, name: str, section: str = "benchmarks") -> dict[str, Any]:
-    """The ``benchmarks.<name>`` (or ``quality.<name>``) overrides as a dict.
+def flatten_overrides(
+    section: Mapping[str, Any], known: Sequence[str], ignore_families: Sequence[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """Per-benchmark overrides keyed by full name, from flat or nested YAML.
 
-    Benchmark names contain dots, so both the nested form
-    (``benchmarks: {core: {matmul: {...}}}``) and the quoted flat form
-    (``benchmarks: {"core.matmul": {...}}``) are accepted.
+    Benchmark names contain dots, so ``{"core.matmul": {...}}`` (flat) and
+    ``{"core": {"matmul": {...}}}`` (nested, what a dot-list override makes)
+    are both accepted.
+
+    Raises:
+        ConfigError: an entry names no registered benchmark (the message lists
+            the close names), or is not a mapping. Entries of ``ignore_families``
+            (suites that failed to import) are dropped instead.
     """
-    sec = OmegaConf.to_container(cfg[section], resolve=True) or {}
-    if name in sec:
-        return dict(sec[name])
-    node: Any = sec
-    for part in name.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return {}
-        node = node[part]
-    return dict(node) if isinstance(node, dict) else {}
+    known_set = set(known)
+    out: dict[str, dict[str, Any]] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if prefix in known_set:
+            if not isinstance(node, Mapping):
+                raise ConfigError(f"override for {prefix!r} must be a mapping, got {node!r}")
+            out.setdefault(prefix, {}).update(node)
+            return
+        if isinstance(node, Mapping) and any(k.startswith(prefix + ".") for k in known_set if prefix):
+            for k, v in node.items():
+                walk(f"{prefix}.{k}", v)
+            return
+        if not prefix:
+            for k, v in node.items():
+                walk(str(k), v)
+            return
+        family = prefix.split(".")[0]
+        if family in ignore_families:
+            return
+        close = sorted(k for k in known_set if k.startswith(family + "."))
+        raise ConfigError(f"configuration names an unknown benchmark {prefix!r}; "
+                          f"known{' in ' + family if close else ''}: {', '.join(close or sorted(known_set))}")
+
+    walk("", dict(section))
+    return out

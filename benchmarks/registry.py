@@ -102,13 +102,20 @@ class Baseline:
     requires: Sequence[str] = ()
     note: str = ""
 
+    def __post_init__(self) -> None:
+        if isinstance(self.requires, str):
+            raise TypeError(f"Baseline {self.name!r}: requires must be a sequence of module names, "
+                            f"got the string {self.requires!r} (write requires=({self.requires!r},))")
+
 
 @dataclasses.dataclass
 class Scaling:
     """Size sweep for ``--scaling``: vary ``param`` over ``values``.
 
     The other size parameters are taken from the benchmark's first size.
-    The report fits log(time) = slope * log(work) + c by least squares.
+    The report fits log(time) = slope * log(param) + c by least squares (the
+    growth exponent in the swept parameter) and, when the setup states its
+    ``work``, the same against the work.
     """
 
     param: str
@@ -135,6 +142,8 @@ class SpeedBenchmark:
         target: optional minimum speed-up over a baseline, e.g.
             ``{"torch": 10.0}``; the report marks whether it is met.
         description: one line for ``--list`` and the report.
+        allow_nonfinite: if False (default), a kernel output holding NaN or
+            inf marks the record "wrong" and nothing is timed.
     """
 
     name: str
@@ -150,6 +159,7 @@ class SpeedBenchmark:
     scaling: Scaling | None = None
     target: Mapping[str, float] = dataclasses.field(default_factory=dict)
     description: str = ""
+    allow_nonfinite: bool = False
 
     kind = "speed"
 

@@ -34,6 +34,14 @@ def _size(size: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in size.items())
 
 
+def _throughput(rec: dict[str, Any]) -> str:
+    if not rec.get("throughput"):
+        return "-"
+    unit = rec.get("work_unit") or "units"
+    # SI units attach to the prefix (GB/s, GFLOP/s); counted things keep a space (M events/s)
+    return fmt_si(rec["throughput"], f"{unit}/s" if unit in ("B", "FLOP") else f" {unit}/s").replace("  ", " ")
+
+
 def speed_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     """One display row per (benchmark, size, baseline) of the speed records."""
     rows = []
@@ -50,8 +58,7 @@ def speed_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
             "bw": f"{100 * k['bytes_frac']:.1f}%" if k.get("bytes_frac") is not None else "-",
             "mem": (fmt_si(k["memory"].get("temp_size_in_bytes"), "B")
                     if k.get("memory", {}).get("temp_size_in_bytes") is not None else "-"),
-            "throughput": (fmt_si(rec["throughput"], f" {rec.get('work_unit') or 'units'}/s")
-                           if rec.get("throughput") else "-"),
+            "throughput": _throughput(rec),
         }
         if rec.get("status") != "ok":
             rows.append({**base, "baseline": "-", "speedup": "-", "target": "-",
@@ -131,12 +138,17 @@ def markdown(doc: dict[str, Any]) -> str:
             out += ["### Scaling", ""]
             srows = []
             for s in scal:
-                if s.get("status") == "ok":
-                    pts = ", ".join(f"{_num(w)}: {fmt_seconds(t)}" for w, t in zip(s["works"], s["medians_s"]))
-                    srows.append([s["name"], s["param"], f"{s['slope']:.2f}", pts])
-                else:
-                    srows.append([s["name"], s.get("param", "-"), "-", (s.get("error") or "").splitlines()[0][:120]])
-            out += [_md_table(["benchmark", "swept", "log-log slope", "work: median time"], srows), ""]
+                pts = ", ".join(f"{s['param']}={v}: {fmt_seconds(t)}"
+                                for v, t in zip(s.get("values", []), s.get("medians_s", [])))
+                slope = f"{s['slope']:.2f}" if s.get("slope") is not None else "-"
+                slope_w = f"{s['slope_work']:.2f}" if s.get("slope_work") is not None else "-"
+                err = ""
+                if s.get("status") != "ok":
+                    lines = (s.get("error") or "").strip().splitlines()
+                    err = f" **{s.get('status', '?').upper()}**: {lines[0][:160] if lines else ''}"
+                srows.append([s["name"], s.get("param", "-"), slope,
+                              f"{slope_w} (per {s.get('work_unit') or 'unit of work'})", pts + err])
+            out += [_md_table(["benchmark", "swept", "slope in swept", "slope in work", "median time"], srows), ""]
         for rec in sub["results"]:
             if rec.get("kind") != "quality":
                 continue
@@ -169,8 +181,13 @@ def markdown(doc: dict[str, Any]) -> str:
             out.append(f"- `{r['name']}` {_size(r.get('size', {}))}: **{r.get('status')}** "
                        f"{first[-1] if first else ''}")
         out.append("")
+    if doc.get("comparison") is not None:
+        out += ["## Comparison with the previous run", ""]
+        out += [f"- warning: {w}" for w in doc.get("comparison_warnings", [])]
+        out += ["", "A kernel is SLOWER when new/old exceeds 1 + the noise band (two combined standard errors of "
+                "the medians, at least 10%).", ""]
     if doc.get("comparison"):
-        out += ["## Comparison with the previous run", "",
+        out += [
                 _md_table(["benchmark", "size", "old", "new", "new/old", "noise band", "verdict"],
                           [[c["name"], _size(c["size"]), fmt_seconds(c["old_s"]), fmt_seconds(c["new_s"]),
                             f"{c['ratio']:.2f}", f"±{100 * c['band']:.0f}%",
@@ -198,7 +215,8 @@ def print_table(doc: dict[str, Any], console: Any) -> None:
         if rec.get("kind") != "quality":
             continue
         if rec.get("status") != "ok":
-            console.print(f"[red]{rec['name']}: {rec.get('status')}[/red] {(rec.get('error') or '').splitlines()[-1:]}")
+            lines = (rec.get("error") or "").strip().splitlines()
+            console.print(f"{rec['name']}: {rec.get('status')} {lines[0] if lines else ''}", markup=False, style="red")
             continue
         for tab in rec.get("tables", []):
             t = RichTable(title=tab["title"])
@@ -208,12 +226,15 @@ def print_table(doc: dict[str, Any], console: Any) -> None:
                 t.add_row(*[_cell(x) for x in r])
             console.print(t)
     for s in doc.get("scaling", []):
-        if s.get("status") == "ok":
-            console.print(f"scaling {s['name']} in {s['param']}: log-log slope {s['slope']:.2f}")
+        if s.get("slope") is not None:
+            extra = f", {s['slope_work']:.2f} in work" if s.get("slope_work") is not None else ""
+            console.print(f"scaling {s['name']}: time ~ {s['param']}^{s['slope']:.2f}{extra} ({s.get('status')})",
+                          markup=False)
     for c in doc.get("comparison", []) or []:
         if c["verdict"] != "same":
-            console.print(f"{'[red]SLOWER[/red]' if c['verdict'] == 'slower' else 'faster'} {c['name']} "
-                          f"{_size(c['size'])}: {c['ratio']:.2f}x the previous time (noise band ±{100 * c['band']:.0f}%)")
+            console.print(f"{'SLOWER' if c['verdict'] == 'slower' else 'faster'} {c['name']} "
+                          f"{_size(c['size'])}: {c['ratio']:.2f}x the previous time (noise band ±{100 * c['band']:.0f}%)",
+                          markup=False, style="red" if c["verdict"] == "slower" else None)
 
 
 def plots(doc: dict[str, Any], out_dir: pathlib.Path) -> dict[str, list[str]]:
@@ -259,15 +280,15 @@ def plots(doc: dict[str, Any], out_dir: pathlib.Path) -> dict[str, list[str]]:
         plt.close(fig)
         made.setdefault(fam, []).append(rel)
     for s in doc.get("scaling", []):
-        if s.get("status") != "ok":
+        if s.get("slope") is None or len(s.get("values", [])) < 2:
             continue
-        fig, ax = plt.subplots(figsize=(4.2, 3.4))
-        ax.loglog(s["works"], s["medians_s"], "o-", label="measured")
         import numpy as np
 
-        w = np.asarray(s["works"], dtype=float)
-        ax.loglog(w, np.exp(s["intercept"]) * w ** s["slope"], "k--", lw=1, label=f"fit: slope {s['slope']:.2f}")
-        ax.set_xlabel(f"work ({s['param']})")
+        fig, ax = plt.subplots(figsize=(4.2, 3.4))
+        x = np.asarray(s["values"], dtype=float)
+        ax.loglog(x, s["medians_s"], "o-", label="measured")
+        ax.loglog(x, np.exp(s["intercept"]) * x ** s["slope"], "k--", lw=1, label=f"fit: slope {s['slope']:.2f}")
+        ax.set_xlabel(s["param"])
         ax.set_ylabel("median time (s)")
         ax.set_title(s["name"], fontsize=9)
         ax.legend(fontsize=8)

@@ -25,6 +25,7 @@ A speed record: ``{"kind": "speed", "name", "family", "size", "status"
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import importlib.metadata
 import json
@@ -76,7 +77,7 @@ def _git() -> tuple[str | None, bool | None]:
         ).stdout.strip() or None
         dirty = bool(
             subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
+                ["git", "status", "--porcelain"],
                 cwd=root, capture_output=True, text=True, timeout=10,
             ).stdout.strip()
         )
@@ -136,27 +137,30 @@ def _clean(obj: Any) -> Any:
     return str(obj)
 
 
-def write_json_atomic(path: str | os.PathLike, doc: dict[str, Any]) -> None:
-    """Write JSON to a temporary file in the same folder, then rename over ``path``.
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write to a temporary file in the same folder, fsync, then rename over ``path``.
 
-    A reader (or a crash) never sees a half-written file.
+    A reader (or a crash) never sees a half-written file; the temporary file is
+    removed if writing fails.
     """
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
-        json.dump(_clean(doc), tmp, indent=1, allow_nan=False)
-        tmp.flush()
-        os.fsync(tmp.fileno())
-    os.replace(tmp.name, path)
+    tmp = tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False)
+    try:
+        with tmp:
+            tmp.write(text)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp.name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp.name)
+        raise
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Atomic text write (same scheme as :func:`write_json_atomic`)."""
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
+def write_json_atomic(path: str | os.PathLike, doc: dict[str, Any]) -> None:
+    """JSON of ``doc`` (NaN/inf written as null) with :func:`write_text_atomic`."""
+    write_text_atomic(path, json.dumps(_clean(doc), indent=1, allow_nan=False))
 
 
 def new_document(run_id: str, machine: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
@@ -180,52 +184,76 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
     """Read a results JSON and check its schema.
 
     Raises:
-        SchemaError: not a jaxcore results document, or a newer schema version.
-        FileNotFoundError: no such file.
+        SchemaError: not JSON, not a jaxcore results document, a newer schema
+            version, or a required field missing or of the wrong type.
+        OSError: the file cannot be read.
     """
-    with open(path) as f:
-        doc = json.load(f)
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise SchemaError(f"{path} is not a jaxcore benchmark results file (schema field {doc.get('schema')!r})"
-                          if isinstance(doc, dict) else f"{path} is not a JSON object")
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise SchemaError(f"{path} is not a JSON object")
+    if doc.get("schema") != SCHEMA:
+        raise SchemaError(f"{path} is not a jaxcore benchmark results file (schema field {doc.get('schema')!r})")
     version = doc.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise SchemaError(f"{path} has schema_version {version!r}; this jaxcore reads versions <= {SCHEMA_VERSION}")
-    for key in ("machine", "config", "results"):
-        if key not in doc:
-            raise SchemaError(f"{path} lacks the required field {key!r}")
+    for key, typ in (("machine", dict), ("config", dict), ("results", list)):
+        if not isinstance(doc.get(key), typ):
+            raise SchemaError(f"{path}: the field {key!r} is missing or not a {typ.__name__}")
     return doc
 
 
 def _key(rec: dict[str, Any]) -> str:
-    return rec["name"] + " " + json.dumps(rec.get("size", {}), sort_keys=True)
+    return str(rec.get("name")) + " " + json.dumps(rec.get("size", {}), sort_keys=True, default=str)
+
+
+def _timed(rec: Any) -> bool:
+    if not isinstance(rec, dict) or rec.get("kind") != "speed" or rec.get("status") != "ok" or "name" not in rec:
+        return False
+    k = rec.get("kernel")
+    if not isinstance(k, dict):
+        return False
+    med, iqr = k.get("median_s"), k.get("iqr_s") or 0.0
+    return isinstance(med, (int, float)) and med > 0 and isinstance(iqr, (int, float)) and iqr >= 0
 
 
 def compare(previous: dict[str, Any], current: dict[str, Any], *, rel_floor: float = 0.10) -> list[dict[str, Any]]:
     """Compare kernel medians of two runs, size by size.
 
-    Returns one row per speed record present and timed in both runs:
-    ``{"name", "size", "old_s", "new_s", "ratio", "band", "verdict"}`` where
-    ``verdict`` is "slower" / "faster" / "same" from
-    :func:`benchmarks.stats.regression_verdict`.
+    Returns one row per speed record timed in both runs (malformed records are
+    skipped): ``{"name", "size", "old_s", "new_s", "ratio", "band", "verdict"}``
+    where ``verdict`` is "slower" / "faster" / "same" from
+    :func:`benchmarks.stats.regression_verdict` with each run's sample count.
     """
-    old = {
-        _key(r): r for r in previous.get("results", [])
-        if r.get("kind") == "speed" and r.get("status") == "ok" and r.get("kernel", {}).get("median_s")
-    }
+    old = {_key(r): r for r in previous.get("results", []) if _timed(r)}
     rows = []
     for rec in current.get("results", []):
-        if rec.get("kind") != "speed" or rec.get("status") != "ok":
+        if not _timed(rec):
             continue
         prev = old.get(_key(rec))
-        if prev is None or not rec.get("kernel", {}).get("median_s"):
+        if prev is None:
             continue
         k0, k1 = prev["kernel"], rec["kernel"]
         verdict, ratio, band = stats.regression_verdict(
-            k0["median_s"], k0.get("iqr_s") or 0.0, k1["median_s"], k1.get("iqr_s") or 0.0, rel_floor=rel_floor
+            k0["median_s"], k0.get("iqr_s") or 0.0, k1["median_s"], k1.get("iqr_s") or 0.0,
+            n_old=max(1, len(k0.get("times_s") or [0])), n_new=max(1, len(k1.get("times_s") or [0])),
+            rel_floor=rel_floor,
         )
         rows.append({
             "name": rec["name"], "size": rec.get("size", {}), "old_s": k0["median_s"], "new_s": k1["median_s"],
             "ratio": ratio, "band": band, "verdict": verdict,
         })
     return rows
+
+
+def comparable(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Warnings when two runs differ in what makes times comparable (backend, device, precision, CPU)."""
+    warnings = []
+    m0, m1 = previous.get("machine", {}), current.get("machine", {})
+    for key in ("backend", "device_kind", "device_count", "x64", "cpu_model", "cores"):
+        if m0.get(key) != m1.get(key):
+            warnings.append(f"the runs differ in {key}: {m0.get(key)!r} before, {m1.get(key)!r} now")
+    return warnings

