@@ -1,0 +1,30 @@
+import jax
+import numpy as np
+import pytest
+
+from jaxcore.tpp import EventBatch, Hawkes, fit_mle
+
+
+def test_hawkes_fit_recovers_parameters(x64):
+    true = Hawkes(0.2, 0.8, 1.0)
+    b, overflow = true.simulate(jax.random.key(0), 400.0, 1200, 12)
+    assert not bool(np.any(overflow))
+    res = fit_mle(Hawkes(0.5, 0.3, 2.0), b, steps=60)
+    m = res.model
+    # 12 x 400 time units, ~4800 events: standard errors are a few percent
+    assert float(m.mu[0]) == pytest.approx(0.2, rel=0.25)
+    assert float(m.alpha[0, 0]) == pytest.approx(0.8, rel=0.2)
+    assert float(m.beta[0, 0]) == pytest.approx(1.0, rel=0.2)
+    assert float(res.losses[-1]) < float(res.losses[0])
+
+    # the optimum beats the truth on the training data (it is the MLE)
+    n = float(b.num_events.sum())
+    assert -float(m.log_likelihood(b).sum()) / n <= -float(true.log_likelihood(b).sum()) / n + 1e-6
+
+
+def test_fit_errors():
+    b = EventBatch.from_sequences([[0.1]])
+    with pytest.raises(TypeError, match="model: expected a jaxcore.tpp classical model"):
+        fit_mle(object(), b)
+    with pytest.raises(ValueError, match="steps: expected an int >= 1"):
+        fit_mle(Hawkes(0.2, 0.1, 1.0), b, steps=0)
