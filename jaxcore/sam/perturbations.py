@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 PyTree = Any
@@ -226,8 +227,14 @@ def random_perturbation(key: PRNGKeyArray, like: PyTree, rho: Any) -> PyTree:
         ``epsilon`` with the structure of ``like``.
     """
     leaves, treedef = jax.tree.flatten(like)
-    keys = jax.random.split(key, max(len(leaves), 1))
-    z = [jax.random.normal(k, jnp.shape(x), _acc_dtype(x.dtype)).astype(x.dtype) for k, x in zip(keys, leaves)]
+    if not leaves:
+        return like
+    # One draw for the whole tree (a single RNG kernel, not one per leaf), then split.
+    sizes = [int(np.prod(jnp.shape(x))) for x in leaves]
+    dt = _acc_dtype(jnp.result_type(*leaves))
+    flat = jax.random.normal(key, (sum(sizes),), dt)
+    offsets = np.cumsum([0] + sizes)
+    z = [flat[a:b].reshape(jnp.shape(x)).astype(x.dtype) for a, b, x in zip(offsets[:-1], offsets[1:], leaves)]
     eps, _ = safe_normalize(jax.tree.unflatten(treedef, z), rho)
     return eps
 
