@@ -215,14 +215,20 @@ def _check_probs(p, q):
     return p, q
 
 
-def kl_divergence(p: Float[Array, " n"], q: Float[Array, " n"]) -> jax.Array:
+def kl_divergence(p: Float[Array, " n"], q: Float[Array, " n"], *, log_q: Float[Array, " n"] | None = None) -> jax.Array:
     """``KL(p || q) = sum_i p_i log(p_i / q_i)`` (nats); ``+inf`` where ``p_i > 0 = q_i``.
 
-    Typical use: ``kl_divergence(q_approx, p_exact)`` (finite: the exact posterior is positive
-    everywhere) or the other direction for mode coverage (infinite if the sample misses a DAG).
+    Typical use: ``kl_divergence(q_approx, p_exact, log_q=exact.log_prob)`` (finite: the exact
+    posterior is positive everywhere; passing its log avoids underflow of tiny probabilities) or
+    the other direction for mode coverage (infinite if the sample misses a DAG).
+
+    Args:
+        p, q: ``[n]`` probability vectors.
+        log_q: optional ``[n]`` ``log q`` used instead of ``log(q)``.
     """
     p, q = _check_probs(p, q)
-    terms = jnp.where(p > 0, p * (jnp.log(jnp.where(p > 0, p, 1.0)) - jnp.log(q)), 0.0)
+    lq = jnp.log(q) if log_q is None else jnp.asarray(log_q)
+    terms = jnp.where(p > 0, p * (jnp.log(jnp.where(p > 0, p, 1.0)) - lq), 0.0)
     return jnp.sum(terms)
 
 
