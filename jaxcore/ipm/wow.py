@@ -327,10 +327,21 @@ def _host_emd(cost: np.ndarray) -> np.ndarray:
 
 def _exact_outer(cost: Array) -> Array:
     fn = _host_assignment if cost.shape[0] == cost.shape[1] else _host_emd
-    out = jax.ShapeDtypeStruct((), cost.dtype)
-    return jax.pure_callback(
-        lambda c: fn(c).astype(np.dtype(cost.dtype)), out, cost, vmap_method="sequential"
-    )
+    if np.dtype(cost.dtype).itemsize <= 4:
+        out = jax.ShapeDtypeStruct((), cost.dtype)
+        dt = np.dtype(cost.dtype)
+        return jax.pure_callback(lambda c: fn(c).astype(dt), out, cost, vmap_method="sequential")
+    # 64-bit values travel as uint32 pairs: pure_callback re-canonicalises operands and
+    # results with the runtime thread's dtype settings, which drops float64 to float32
+    # when x64 was enabled by the thread-local ``jax.enable_x64`` context.
+    packed = jax.lax.bitcast_convert_type(cost.astype(jnp.float64), jnp.uint32)
+
+    def host(u: np.ndarray) -> np.ndarray:
+        c = np.ascontiguousarray(np.asarray(u, np.uint32)).view(np.float64)[..., 0]
+        return np.asarray([fn(c)], np.float64).view(np.uint32)
+
+    res = jax.pure_callback(host, jax.ShapeDtypeStruct((2,), jnp.uint32), packed, vmap_method="sequential")
+    return jax.lax.bitcast_convert_type(res, jnp.float64).astype(cost.dtype)
 
 
 def outer_ot_cost(

@@ -1,0 +1,114 @@
+"""Tests of jaxcore.ipm.generators: Dirichlet-process approximations, their error bounds, Gaussian models."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcore.ipm import (
+    dirichlet_process_finite,
+    dirichlet_process_stick_breaking,
+    dirichlet_process_urn,
+    dp_approximation_bounds,
+    hierarchical_gaussian,
+    uniform_base,
+    uniform_mixture_base,
+    wasserstein_1d,
+)
+
+BASE = uniform_base()
+GENS = [dirichlet_process_urn, dirichlet_process_finite, dirichlet_process_stick_breaking]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_shapes_weights_and_variance_of_the_mean(gen):
+    """Var(int x dP) = Var_P0(X) * E sum_k w_k^2 = (1/12) / (alpha + 1) for a DP (N large)."""
+    alpha = 2.0
+    s = gen(jax.random.key(0), BASE, alpha, 4000, 200)
+    assert s.atoms.shape == (4000, 200) and s.weights.shape == (4000, 200)
+    np.testing.assert_allclose(s.weights.sum(1), 1.0, rtol=1e-5)
+    assert float(s.atoms.min()) >= 0.0 and float(s.atoms.max()) <= 1.0
+    means = np.asarray(s.means())
+    assert abs(means.mean() - 0.5) < 0.01
+    want = (1 / 12) / (alpha + 1)
+    if gen is dirichlet_process_finite:
+        want = (1 / 12) * (alpha / 200 + 1) / (alpha + 1)  # E sum w^2 for Dirichlet(alpha/N)
+    assert abs(means.var() / want - 1) < 0.1
+
+
+def test_urn_number_of_distinct_atoms():
+    """E K_N = sum_{k<N} alpha / (alpha + k) for the Blackwell-MacQueen urn."""
+    alpha, N = 3.0, 100
+    s = dirichlet_process_urn(jax.random.key(1), BASE, alpha, 2000, N)
+    x = np.sort(np.asarray(s.atoms), axis=1)
+    k = 1 + np.sum(np.diff(x, axis=1) > 0, axis=1)
+    want = np.sum(alpha / (alpha + np.arange(N)))
+    assert abs(k.mean() / want - 1) < 0.03
+
+
+def test_stick_breaking_expected_weights():
+    """E w_k = (1/(1+alpha)) (alpha/(1+alpha))^(k-1); E w_N = (alpha/(1+alpha))^(N-1)."""
+    alpha, N = 1.5, 6
+    s = dirichlet_process_stick_breaking(jax.random.key(2), BASE, alpha, 40000, N)
+    r = alpha / (1 + alpha)
+    want = np.array([(1 - r) * r**k for k in range(N - 1)] + [r ** (N - 1)])
+    np.testing.assert_allclose(np.asarray(s.weights).mean(0), want, atol=0.006)
+
+
+def test_dp_bounds_hold_for_coupled_approximations():
+    """Coupled errors E W1(P, P_N) stay below the analytic bounds (urn and stick-breaking)."""
+    alpha, N, N_ref, n = 1.0, 20, 400, 300
+    key_sb, key_draw = jax.random.split(jax.random.key(3))
+    ref = dirichlet_process_stick_breaking(key_sb, BASE, alpha, n, N_ref)
+    bounds = dp_approximation_bounds(alpha, N)
+    # stick-breaking truncated at N with the same sticks and atoms: renormalise the tail onto atom N
+    w = np.asarray(ref.weights, np.float64)
+    x = np.asarray(ref.atoms, np.float64)
+    wt = np.concatenate([w[:, : N - 1], w[:, N - 1 :].sum(1, keepdims=True)], axis=1)
+    err_sb = np.mean([float(wasserstein_1d(x[i, :N], x[i], wt[i], w[i])) for i in range(n)])
+    assert err_sb <= bounds["stick_breaking"] * 1.05
+    # urn = N iid draws from P: sample atoms of P by their weights
+    idx = jax.vmap(lambda k, lw: jax.random.categorical(k, lw, shape=(N,)))(
+        jax.random.split(key_draw, n), jnp.log(jnp.maximum(ref.weights, 1e-30))
+    )
+    draws = np.take_along_axis(x, np.asarray(idx), axis=1)
+    err_urn = np.mean([float(wasserstein_1d(draws[i], x[i], None, w[i])) for i in range(n)])
+    assert err_urn <= bounds["urn"] * 1.05
+    assert err_urn > 0.3 * bounds["urn"]  # the bound is of the right order
+
+
+def test_bounds_formulae():
+    b = dp_approximation_bounds(1.0, np.array([1, 4, 100]))
+    np.testing.assert_allclose(b["finite"], np.pi / 8 / np.sqrt([1, 4, 100]))
+    np.testing.assert_allclose(b["urn"], np.sqrt(0.5) * np.pi / 8 / np.sqrt([1, 4, 100]))
+    np.testing.assert_allclose(b["stick_breaking"], 0.5 ** np.array([1, 4, 100]) / 3)
+
+
+def test_uniform_mixture_base_support_and_weights():
+    base = uniform_mixture_base([(-1, -0.75), (0.75, 1)], [0.25, 0.75])
+    x = np.asarray(base(jax.random.key(4), (20000,), jnp.float32))
+    assert np.all(((x >= -1) & (x <= -0.75)) | ((x >= 0.75) & (x <= 1)))
+    assert abs((x > 0).mean() - 0.75) < 0.02
+
+
+def test_hierarchical_gaussian_moments():
+    s = hierarchical_gaussian(jax.random.key(5), 3000, 50, mean=1.0, mean_scale=0.5, scale=2.0)
+    means = np.asarray(s.means())
+    assert abs(means.mean() - 1.0) < 0.05
+    # Var of the empirical mean = mean_scale^2 + scale^2 / m
+    assert abs(means.var() / (0.25 + 4.0 / 50) - 1) < 0.1
+    s2 = hierarchical_gaussian(jax.random.key(5), 2, 3, dim=4)
+    assert s2.atoms.shape == (2, 3, 4)
+
+
+def test_generator_validation():
+    with pytest.raises(ValueError, match="alpha"):
+        dirichlet_process_urn(jax.random.key(0), BASE, 0.0, 2, 3)
+    with pytest.raises(ValueError, match="num_atoms"):
+        dirichlet_process_stick_breaking(jax.random.key(0), BASE, 1.0, 2, 0)
+    with pytest.raises(ValueError, match="low < high"):
+        uniform_base(1.0, 0.0)
+    with pytest.raises(ValueError, match="sum to one"):
+        uniform_mixture_base([(0, 1), (2, 3)], [0.5, 0.6])
+    with pytest.raises(ValueError, match="m must be a positive"):
+        hierarchical_gaussian(jax.random.key(0), 2, 0)

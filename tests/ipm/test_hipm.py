@@ -1,0 +1,185 @@
+"""Tests of jaxcore.ipm.hipm: features, d_lip oracles, ordering, brute force, validation."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+
+from jaxcore.ipm import (
+    dirichlet_process_stick_breaking,
+    dlip,
+    hierarchical_sample,
+    hipm_features,
+    lower_bound,
+    uniform_base,
+    w1_empirical,
+    wow,
+)
+
+
+def _integrals(f_grid, grid, atoms, weights):
+    """int f dP_i by direct interpolation of the piecewise-linear f (independent of the features)."""
+    return np.array([np.sum(w * np.interp(x, grid, f_grid)) for x, w in zip(atoms, weights)])
+
+
+def _objective_direct(f_grid, grid, x, wx, y, wy):
+    return scipy.stats.wasserstein_distance(_integrals(f_grid, grid, x, wx), _integrals(f_grid, grid, y, wy))
+
+
+def test_features_match_direct_sum(x64):
+    rng = np.random.default_rng(0)
+    atoms = rng.uniform(-1, 2, (4, 9))
+    w = rng.random((4, 9))
+    w /= w.sum(1, keepdims=True)
+    a, b, M = -1.0, 2.0, 7
+    A = np.asarray(hipm_features(hierarchical_sample(atoms, w), a, b, M))
+    t = np.linspace(a, b, M + 1)
+    h = (b - a) / M
+    direct = np.array([[np.sum(w[i] * np.clip(atoms[i] - t[k], 0, h)) for k in range(M)] for i in range(4)])
+    np.testing.assert_allclose(A, direct, atol=1e-12)
+    np.testing.assert_allclose(A.sum(1), (w * atoms).sum(1) - a, atol=1e-12)
+
+
+@pytest.mark.parametrize("n1, n2", [(7, 7), (5, 8)])
+def test_w1_empirical_matches_scipy(x64, n1, n2):
+    rng = np.random.default_rng(1)
+    u, v = rng.normal(size=n1), rng.normal(size=n2)
+    np.testing.assert_allclose(w1_empirical(jnp.asarray(u), jnp.asarray(v)),
+                               scipy.stats.wasserstein_distance(u, v), rtol=1e-10)
+
+
+def test_deterministic_measures_give_w1(x64):
+    """Every P_i = P1, every R_j = P2 (atoms on the grid): d_lip = W1(P1, P2)."""
+    rng = np.random.default_rng(2)
+    M = 20
+    p1 = rng.integers(0, M + 1, 6) / M
+    p2 = rng.integers(0, M + 1, 9) / M
+    w2 = rng.random(9)
+    w2 /= w2.sum()
+    s1 = hierarchical_sample(np.tile(p1, (5, 1)))
+    s2 = hierarchical_sample(np.tile(p2, (3, 1)), np.tile(w2, (3, 1)))
+    res = dlip(s1, s2, 0.0, 1.0, num_grid=M)
+    want = scipy.stats.wasserstein_distance(p1, p2, None, w2)
+    np.testing.assert_allclose(res.value, want, rtol=1e-9, atol=1e-12)
+    assert float(wow(s1, s2, 1.0)) == pytest.approx(want, rel=1e-9)
+
+
+def test_dirac_valued_measures_give_w1_of_atom_laws(x64):
+    rng = np.random.default_rng(3)
+    a, b = rng.random(10), rng.random(12) ** 2
+    res = dlip(a[:, None], b[:, None], 0.0, 1.0, num_grid=30)
+    want = scipy.stats.wasserstein_distance(a, b)
+    np.testing.assert_allclose(res.value, want, rtol=1e-9)
+    np.testing.assert_allclose(lower_bound(a[:, None], b[:, None]), want, rtol=1e-9)
+
+
+@pytest.mark.parametrize("c", [0.3, -0.15])
+def test_translation_gives_abs_c(x64, c):
+    x = np.random.default_rng(4).uniform(0.2, 0.5, (8, 6))
+    res = dlip(x, x + c, -0.5, 1.0, num_grid=40)
+    np.testing.assert_allclose(res.value, abs(c), rtol=1e-9)
+
+
+def test_ordering_on_random_inputs(x64):
+    """W1(laws of means) <= d_lip <= WoW_1 <= WoW_2 on random hierarchical samples."""
+    rng = np.random.default_rng(5)
+    for trial in range(4):
+        n = 12
+        x = rng.beta(2, 5, (n, 10))
+        y = rng.beta(2 + trial, 2, (n, 10))
+        lb = float(lower_bound(x, y))
+        d = float(dlip(x, y, 0.0, 1.0, num_grid=50, num_starts=4, key=jax.random.key(trial)).value)
+        w1, w2 = float(wow(x, y, 1.0)), float(wow(x, y, 2.0))
+        assert lb <= d + 1e-12
+        assert d <= w1 + 1e-12
+        assert w1 <= w2 + 1e-12
+
+
+def test_value_is_attained_by_returned_f_and_f_is_admissible(x64):
+    rng = np.random.default_rng(6)
+    x, y = rng.random((9, 7)), rng.random((6, 5)) ** 3
+    wx = rng.random((9, 7))
+    wx /= wx.sum(1, keepdims=True)
+    res = dlip(hierarchical_sample(x, wx), y, 0.0, 1.0, num_grid=16, num_starts=3, key=jax.random.key(1))
+    f, grid = np.asarray(res.f), np.asarray(res.grid)
+    assert f[0] == 0.0 and np.all(np.abs(np.diff(f)) <= (grid[1] - grid[0]) * (1 + 1e-12))
+    direct = _objective_direct(f, grid, x, wx, y, np.full((6, 5), 0.2))
+    np.testing.assert_allclose(res.value, direct, rtol=1e-9)
+    assert res.start_values.shape == (3,) and res.num_steps.shape == (3,)
+    assert float(res.value) == pytest.approx(float(jnp.max(res.start_values)))
+
+
+def test_agrees_with_brute_force_grid_search(x64):
+    """M = 3 slopes: exhaustive search over a 0.05 grid of [-1, 1]^3 (vertices included)."""
+    rng = np.random.default_rng(7)
+    M = 3
+    grid = np.linspace(0.0, 1.0, M + 1)
+    vals = np.linspace(-1, 1, 41)
+    slopes = np.array(list(itertools.product(vals, repeat=M)))  # [41^3, M]
+    # basis functions phi_k (slope 1 on cell k, 0 elsewhere) integrated by np.interp
+    basis = [np.concatenate([[0.0], np.cumsum(np.eye(M)[k]) / M]) for k in range(M)]
+    for trial in range(2):
+        x, y = rng.random((5, 4)), rng.random((5, 4)) ** (2 + trial)
+        w = np.full((5, 4), 0.25)
+        i1 = np.stack([_integrals(bk, grid, x, w) for bk in basis], 1)  # [5, M]
+        i2 = np.stack([_integrals(bk, grid, y, w) for bk in basis], 1)
+        u, v = np.sort(i1 @ slopes.T, axis=0), np.sort(i2 @ slopes.T, axis=0)
+        best = float(np.max(np.mean(np.abs(u - v), axis=0)))
+        res = dlip(x, y, 0.0, 1.0, num_grid=M, num_starts=12, key=jax.random.key(trial))
+        # the ascent must reach the best grid point (up to 1e-9) and cannot beat it by more
+        # than the objective's variation over one grid cell: |J(s) - J(s')| <= 2 (b - a) |s - s'|_inf
+        assert float(res.value) >= best - 1e-9
+        assert float(res.value) <= best + 2 * 0.025 + 1e-12
+
+
+@pytest.mark.slow
+def test_equal_laws_rate_is_root_n():
+    """Same law on both sides: E d_lip and the lower bound decay like n^{-1/2} (ratio 4 from n=16 to 256)."""
+    base = uniform_base()
+    means = {}
+    for n in (16, 256):
+        d_vals, lb_vals = [], []
+        for r in range(6):
+            k1, k2 = jax.random.split(jax.random.key(100 * n + r))
+            s1 = dirichlet_process_stick_breaking(k1, base, 1.0, n, 50)
+            s2 = dirichlet_process_stick_breaking(k2, base, 1.0, n, 50)
+            d_vals.append(float(dlip(s1, s2, 0.0, 1.0, num_grid=25, num_starts=2, max_steps=50).value))
+            lb_vals.append(float(lower_bound(s1, s2)))
+        means[n] = (np.mean(d_vals), np.mean(lb_vals))
+    ratio_d = means[16][0] / means[256][0]
+    ratio_lb = means[16][1] / means[256][1]
+    assert 2.0 < ratio_d < 8.0, means
+    assert 2.0 < ratio_lb < 8.0, means
+
+
+def test_jit_and_vmap_over_pairs():
+    rng = np.random.default_rng(8)
+    xs = jnp.asarray(rng.random((3, 6, 5)), jnp.float32)
+    ys = jnp.asarray(rng.random((3, 6, 5)) ** 2, jnp.float32)
+    f = jax.jit(jax.vmap(lambda x, y: dlip(x, y, 0.0, 1.0, num_grid=10, num_starts=2).value))
+    batched = f(xs, ys)
+    for k in range(3):
+        np.testing.assert_allclose(batched[k], dlip(xs[k], ys[k], 0.0, 1.0, num_grid=10, num_starts=2).value,
+                                   rtol=1e-5)
+
+
+def test_validation_errors():
+    x = np.full((3, 4), 0.5)
+    with pytest.raises(ValueError, match="lie in the interval"):
+        dlip(x + 1.0, x, 0.0, 1.0)
+    with pytest.raises(ValueError, match="a < b"):
+        dlip(x, x, 1.0, 0.0)
+    with pytest.raises(ValueError, match="d <= 1"):
+        dlip(np.zeros((3, 4, 2)), np.zeros((3, 4, 2)), -1.0, 1.0)
+    with pytest.raises(ValueError, match="num_grid must be >= 1"):
+        dlip(x, x, 0.0, 1.0, num_grid=0)
+    with pytest.raises(TypeError, match="num_starts must be a Python int"):
+        dlip(x, x, 0.0, 1.0, num_starts=2.5)
+    with pytest.raises(ValueError, match="starts must have shape"):
+        dlip(x, x, 0.0, 1.0, num_grid=5, starts=np.ones((2, 4)))
+    with pytest.raises(ValueError, match="weights must have shape"):
+        dlip(hierarchical_sample(x, None), (x, np.ones((3, 5)))[0][:, :2].repeat(2, 1).reshape(3, 4)[None][0] * 0
+             + 0.5, 0.0, 1.0) if False else hierarchical_sample(x, np.ones((3, 5)))
