@@ -284,7 +284,8 @@ def step(
         hs = jax.lax.pmean(hs, axis_name)
 
     rho = rho_at(perturbation.rho, state.count)
-    rho = eqx.error_if(rho, ~(rho >= 0), "perturbation radius rho must be >= 0 (schedule returned a negative or NaN value)")
+    if callable(perturbation.rho):  # constants were validated at construction
+        rho = eqx.error_if(rho, ~(rho >= 0), "perturbation radius rho must be >= 0 (schedule returned a negative or NaN value)")
     if key is None:
         keys = jnp.zeros((k, 2), jnp.uint32)  # unused by deterministic perturbations
     else:
@@ -302,7 +303,10 @@ def step(
     if axis_name is not None and sync_perturbation:
         gps = jax.lax.pmean(gps, axis_name)
     ds = over_micro(perturbation.direction, hs, gps)
-    d = jax.tree.map(lambda x: jnp.mean(x.astype(jnp.promote_types(x.dtype, jnp.float32)), axis=0).astype(x.dtype), ds)
+    if k == 1:
+        d = jax.tree.map(lambda x: x[0], ds)
+    else:
+        d = jax.tree.map(lambda x: jnp.mean(x.astype(jnp.promote_types(x.dtype, jnp.float32)), axis=0).astype(x.dtype), ds)
     loss, loss_p = jnp.mean(losses), jnp.mean(losses_p)
     ascent_norm = jnp.mean(jax.vmap(global_norm)(hs))
     if axis_name is not None:
