@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .distributions import _check_int, _check_positive, bernoulli_process_logits
+from .distributions import _check_int, _check_positive, bernoulli_process_logits, gamma_rsample
 from .kl import _kl_relaxed_from_noise, kl_beta, kl_normal
 
 __all__ = ["AdaptiveCNN", "AdaptiveMLP", "FitState", "fit", "make_svi_step"]
@@ -246,8 +246,8 @@ class AdaptiveMLP(eqx.Module):
             out["logistic"] = jnp.log(u) - jnp.log1p(-u)
             a = jnp.exp(params["sticks"]["log_a"])
             b = jnp.exp(params["sticks"]["log_b"])
-            out["g1"] = jax.random.gamma(ks[4], a, (s, self.truncation))
-            out["g0"] = jax.random.gamma(ks[5], b, (s, self.truncation))
+            out["g1"] = gamma_rsample(ks[4], a, (s, self.truncation))
+            out["g0"] = gamma_rsample(ks[5], b, (s, self.truncation))
         return out
 
     def kl_gaussian(self, params, prior, task=None):
