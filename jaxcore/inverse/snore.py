@@ -290,15 +290,17 @@ def snore_prox(key, y, operator, denoiser, schedule, sigma_y, **kwargs) -> Resto
 def annealed_snore(key, y, operator, denoiser, sigma_y, *, schedule: Schedule | None = None, **kwargs):
     """Annealed SNORE: :func:`snore` along an :func:`annealed_schedule`.
 
-    ``schedule`` defaults to 16 geometric stages of sigma from ``max(1.8 sigma_y, 40/255)``
-    (clipped to 50/255) down to ``max(sigma_y, 5/255)``, alpha from 0.5 to 1,
-    step size 0.1 (``kwargs`` are passed to :func:`snore`).
+    ``schedule`` defaults to 16 geometric stages of sigma from ``min(max(3 sigma_y, 30/255), 50/255)``
+    down to ``max(1.5 sigma_y, 5/255)`` (10 iterations each, then 140 at the end value),
+    ``alpha = 0.4`` and step size ``0.5 sigma_y^2`` (the step on ``F = ||Ax - y||^2 / (2 sigma_y^2)``
+    is then half the ``1/L`` step). These defaults were tuned on this package's DnCNN and
+    crops of a training image; they are not the paper's values. ``kwargs`` go to :func:`snore`.
     """
     if schedule is None:
         sy = float(sigma_y)
         schedule = annealed_schedule(
-            sigma_start=min(max(1.8 * sy, 40 / 255), 50 / 255), sigma_end=max(sy, 5 / 255),
-            alpha_start=0.5, alpha_end=1.0, step_size=0.1,
+            sigma_start=min(max(3 * sy, 30 / 255), 50 / 255), sigma_end=max(1.5 * sy, 5 / 255),
+            alpha_start=0.4, alpha_end=0.4, step_size=0.5 * sy**2, iters_per_stage=10, final_iters=140,
         )
     return snore(key, y, operator, denoiser, schedule, sigma_y, **kwargs)
 

@@ -89,7 +89,20 @@ def main(argv=None) -> dict:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--gradient-step", action="store_true", help="fine-tune D = Id - grad g from the plain weights")
     p.add_argument("--out", type=pathlib.Path, default=WEIGHTS_DIR)
+    p.add_argument("--resume", action="store_true",
+                   help="start from the shipped weights (a further training stage; the recipe keeps the earlier ones)")
+    p.add_argument("--table-only", action="store_true",
+                   help="recompute the PSNR table of the existing weights and rewrite it into the JSON")
     args = p.parse_args(argv)
+    name = "gs_dncnn" if args.gradient_step else "dncnn"
+
+    if args.table_only:
+        info = json.loads((args.out / f"{name}.json").read_text())
+        model = load_pretrained("gs-dncnn" if args.gradient_step else "dncnn")
+        info["psnr_table"] = psnr_table(model, seed=info["seed"])
+        (args.out / f"{name}.json").write_text(json.dumps(info, indent=1))
+        print(json.dumps(info["psnr_table"], indent=1))
+        return info
 
     rng = np.random.default_rng(args.seed)
     images = [_rgb(load_image(n)) for n in TRAIN_IMAGES]
@@ -111,14 +124,20 @@ def main(argv=None) -> dict:
             out[j] = crop
         return out
 
-    if args.gradient_step:
+    previous = None
+    if args.resume:
+        model = load_pretrained("gs-dncnn" if args.gradient_step else "dncnn")
+        previous = json.loads((WEIGHTS_DIR / f"{name}.json").read_text())
+    elif args.gradient_step:
         base = load_pretrained("dncnn")
         model = GradientStepDenoiser(base)
-        name = "gs_dncnn"
     else:
         model = DnCNN(jax.random.key(args.seed), channels=3, features=args.features, depth=args.depth)
-        name = "dncnn"
-    sched = optax.cosine_decay_schedule(args.lr, args.steps, alpha=0.01)
+    if args.resume:  # fresh Adam moments on trained weights: warm up to avoid a jump out of the basin
+        sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, min(100, args.steps // 10), args.steps,
+                                                   end_value=0.01 * args.lr)
+    else:
+        sched = optax.cosine_decay_schedule(args.lr, args.steps, alpha=0.01)
     opt = optax.adam(sched)
     params, static = eqx.partition(model, eqx.is_inexact_array)
     state = opt.init(params)
@@ -157,13 +176,19 @@ def main(argv=None) -> dict:
                          "gradient_step": bool(args.gradient_step), "noise_map_input": True,
                          "layout": "NHWC"},
         "recipe": {"command": "python -m jaxcore.inverse.train_denoiser"
-                   + (" --gradient-step" if args.gradient_step else ""),
+                   + (" --gradient-step" if args.gradient_step else "") + (" --resume" if args.resume else "")
+                   + f" --steps {args.steps} --lr {args.lr} --seed {args.seed}",
                    "train_images": list(TRAIN_IMAGES), "test_images": list(TEST_IMAGES),
                    "steps": args.steps, "batch": args.batch, "patch": args.patch, "optimizer": "adam",
-                   "lr": args.lr, "lr_schedule": "cosine to 1%", "sigma_max_255": args.sigma_max,
+                   "lr": args.lr, "lr_schedule": "linear warm-up over min(100, steps/10) steps, then cosine to 1%" if args.resume else "cosine to 1%", "sigma_max_255": args.sigma_max,
                    "loss": "MSE(D(x + sigma z, sigma), x), sigma ~ U[0, sigma_max]",
                    "augmentation": "random crop, rot90, horizontal flip; gray images replicated to RGB",
-                   "init": "dncnn weights" if args.gradient_step else "He normal (last layer x0.1)"},
+                   "init": ("the previous stage's weights (see previous_stages)" if args.resume
+                            else "dncnn weights" if args.gradient_step else "He normal (last layer x0.1)")},
+        "previous_stages": ([] if previous is None else previous.get("previous_stages", [])
+                            + [{"recipe": previous["recipe"], "seed": previous["seed"],
+                                "train_seconds": previous["train_seconds"],
+                                "final_train_loss": previous["final_train_loss"]}]),
         "seed": args.seed,
         "train_seconds": round(train_s, 1),
         "final_train_loss": float(np.mean(losses[-100:])),

@@ -1,0 +1,102 @@
+"""Tests of jaxcore.inverse.denoisers: MMSE closed form, TV against scikit-image, DnCNN, gradient step, weights."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcore.inverse.denoisers import (
+    DnCNN,
+    GaussianMMSEDenoiser,
+    GradientStepDenoiser,
+    TVDenoiser,
+    load_pretrained,
+    pretrained_info,
+)
+
+
+def test_gaussian_mmse_is_posterior_mean(x64, key):
+    mu, s2, sigma = 0.3, 0.04, 0.1
+    den = GaussianMMSEDenoiser(mu, s2)
+    # Monte Carlo of E[x0 | x0 + sigma z = x] by importance weights over prior samples (1-pixel images)
+    x = jnp.array([0.1, 0.5]).reshape(2, 1, 1, 1)
+    x0 = mu + np.sqrt(s2) * jax.random.normal(key, (400_000,), jnp.float64)
+    w = jnp.exp(-0.5 * (x.reshape(2, 1) - x0[None]) ** 2 / sigma**2)
+    mc = jnp.sum(w * x0, 1) / jnp.sum(w, 1)
+    np.testing.assert_allclose(den(x, sigma).reshape(2), mc, atol=2e-3)
+    # Tweedie: x - D(x) = -sigma^2 grad log p_sigma
+    np.testing.assert_allclose(den(x, sigma) - x, sigma**2 * den.log_density_grad(x, sigma), atol=1e-14)
+    # per-image sigma broadcasting and sigma = 0 (identity)
+    out = den(jnp.ones((2, 3, 3, 1)), jnp.array([0.0, 0.1]))
+    np.testing.assert_allclose(out[0], 1.0)
+    with pytest.raises(ValueError, match="variance"):
+        GaussianMMSEDenoiser(0.0, -1.0)
+
+
+def test_tv_matches_skimage_chambolle():
+    from skimage.restoration import denoise_tv_chambolle
+
+    from jaxcore.datasets.images import load_image
+
+    x = load_image("camera")[200:248, 200:248]
+    noisy = (x + 0.1 * np.random.default_rng(0).standard_normal(x.shape)).astype(np.float32)
+    ref = denoise_tv_chambolle(noisy[..., 0].astype(np.float64), weight=0.11, eps=1e-12, max_num_iter=1500)
+    got = TVDenoiser(weight_per_sigma=1.1, n_iter=1500)(jnp.asarray(noisy), 0.1)
+    np.testing.assert_allclose(got[..., 0], ref, atol=1e-4)
+    # sigma = 0 returns the input
+    np.testing.assert_allclose(TVDenoiser(n_iter=5)(jnp.asarray(noisy), 0.0), noisy, atol=1e-6)
+
+
+def test_dncnn_shapes_batching_and_gray(key):
+    net = DnCNN(key, channels=3, features=8, depth=3)
+    x = jax.random.uniform(jax.random.key(1), (2, 3, 16, 16, 3))
+    out = net(x, 0.1)
+    assert out.shape == x.shape and out.dtype == jnp.float32
+    np.testing.assert_allclose(out[1, 2], net(x[1, 2], 0.1), atol=1e-5)
+    sig = jnp.linspace(0.01, 0.2, 6).reshape(2, 3)
+    np.testing.assert_allclose(net(x, sig)[1, 0], net(x[1, 0], sig[1, 0]), atol=1e-5)
+    # a 1-channel image goes through the RGB network replicated, and comes back 1-channel
+    g = x[0, 0, ..., :1]
+    out_g = net(g, 0.1)
+    np.testing.assert_allclose(out_g, jnp.mean(net(jnp.repeat(g, 3, -1), 0.1), -1, keepdims=True), atol=1e-5)
+    with pytest.raises(ValueError, match="channels"):
+        net(jnp.zeros((16, 16, 2)), 0.1)
+    with pytest.raises(ValueError, match="sigma"):
+        net(x, -0.1)
+    with pytest.raises(ValueError, match=r"\[\.\.\., H, W, C\]"):
+        net(jnp.zeros((16, 16)), 0.1)
+
+
+def test_gradient_step_denoiser_is_gradient_of_potential(x64, key):
+    mu, s2, sigma = 0.4, 0.05, 0.2
+    gs = GradientStepDenoiser(GaussianMMSEDenoiser(mu, s2))
+    x = jax.random.uniform(key, (2, 5, 5, 1), jnp.float64)
+    # closed form: g = (sigma^2/(s^2+sigma^2))^2 |x - mu|^2 / 2
+    c = (sigma**2 / (s2 + sigma**2)) ** 2
+    np.testing.assert_allclose(gs(x, sigma), x - c * (x - mu), atol=1e-12)
+    grad = jax.grad(lambda u: jnp.sum(gs.potential(u, sigma)))(x)
+    np.testing.assert_allclose(gs(x, sigma), x - grad, atol=1e-12)
+    # with a nonlinear network too
+    net = DnCNN(key, channels=1, features=4, depth=3)
+    net = jax.tree.map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, net)
+    gsn = GradientStepDenoiser(net)
+    grad = jax.grad(lambda u: jnp.sum(gsn.potential(u, sigma)))(x)
+    np.testing.assert_allclose(gsn(x, sigma), x - grad, atol=1e-10)
+
+
+def test_shipped_weights_reproduce_stated_psnr():
+    from jaxcore.inverse.train_denoiser import psnr_table
+
+    try:
+        info = pretrained_info("dncnn")
+        net = load_pretrained("dncnn")
+    except FileNotFoundError as exc:
+        pytest.fail(f"the DnCNN weights must ship with the package: {exc}")
+    assert isinstance(info["seed"], int) and "recipe" in info
+    size = sum(a.size for a in jax.tree.leaves(eqx.filter(net, eqx.is_array)))
+    assert size < 1_000_000
+    table = psnr_table(net, seed=info["seed"], size=256)
+    np.testing.assert_allclose(table["network"], info["psnr_table"]["network"], atol=0.02)
+    # the trained network beats both the noisy input and TV at every noise level
+    assert all(n > t > z for n, t, z in zip(table["network"], table["tv"], table["noisy"]))
