@@ -14,6 +14,7 @@ from jaxcore.causal.metrics import (
     interventional_nll,
     kl_divergence,
     mmd_hamming,
+    mmd_hamming_exact,
     predictive_nll,
     total_variation,
 )
@@ -75,6 +76,8 @@ def test_mmd_matches_pairwise_u_statistic():
     kxy_exact = sum(p[j] * _k(xs[i], ys[j]) for i in range(m) for j in range(n)) / m
     got = mmd_hamming(make_samples(xs), make_samples(ys, p), exact_q=True)
     np.testing.assert_allclose(float(got), kxx + kyy_exact - 2 * kxy_exact, rtol=1e-5, atol=1e-7)
+    mu = np.einsum("n,nij->ij", p, ys)
+    np.testing.assert_allclose(float(mmd_hamming_exact(make_samples(xs), mu)), float(got), rtol=1e-5, atol=1e-7)
 
 
 def test_distribution_distances_hand():
