@@ -1,0 +1,65 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from jaxcore.tpp import (
+    EventBatch,
+    Hawkes,
+    Poisson,
+    ks_statistic,
+    nll_per_event,
+    predict_next,
+    prediction_scores,
+    time_rescaling_ks,
+)
+
+
+def test_ks_statistic_matches_scipy():
+    rng = np.random.default_rng(0)
+    x = rng.exponential(1.3, 57)
+    mask = rng.uniform(size=57) < 0.7
+    d = float(ks_statistic(jnp.asarray(x), jnp.asarray(mask)))
+    assert d == pytest.approx(stats.kstest(x[mask], "expon").statistic, abs=1e-6)
+    assert float(ks_statistic(jnp.zeros(3), jnp.zeros(3, bool))) == 0.0
+
+
+def test_nll_per_event():
+    assert float(nll_per_event(jnp.array([-3.0, -5.0]), jnp.array([2, 2]))) == pytest.approx(2.0)
+
+
+def test_poisson_prediction_is_mean_gap_and_rate_share(x64):
+    b = EventBatch.from_sequences([[0.5, 1.0, 2.0]], [[0, 1, 1]], T=3.0, num_marks=2)
+    p = predict_next(Poisson([0.5, 1.5]).jump_diffusion(), b, horizon=30.0, num_grid=3000)
+    # next gap ~ Exp(2): mean 0.5 (truncation at 30 is negligible)
+    np.testing.assert_allclose(np.asarray(p.time[0, :2]), np.asarray(b.times[0, :2]) + 0.5, rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(p.type_probs[0, 0]), [0.25, 0.75], rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(p.valid[0]), [True, True, False])
+    rmse, acc = prediction_scores(p, b)
+    expected = np.sqrt(((1.0 - 1.0) ** 2 + (1.5 - 2.0) ** 2) / 2)
+    assert float(rmse) == pytest.approx(expected, rel=1e-3)
+    assert float(acc) == pytest.approx(1.0)
+
+
+def test_hawkes_prediction_matches_quadrature(x64):
+    model = Hawkes(0.3, 0.9, 1.5)
+    b = EventBatch.from_sequences([[1.0, 1.2]], T=2.0)
+    p = predict_next(model.jump_diffusion(), b, horizon=60.0, num_grid=6000, num_substeps=200)
+    # after the second event: lambda(s) = mu + a e^{-b (s - 1)} + a e^{-b (s - 1.2)}
+    s = np.linspace(1.2, 61.2, 600001)
+    lam = 0.3 + 0.9 * np.exp(-1.5 * (s - 1.0)) + 0.9 * np.exp(-1.5 * (s - 1.2))
+    Lam = np.concatenate([[0], np.cumsum((lam[1:] + lam[:-1]) / 2 * np.diff(s))])
+    dens = lam * np.exp(-Lam)
+    mean = np.sum(((s * dens)[1:] + (s * dens)[:-1]) / 2 * np.diff(s))
+    assert float(p.time[0, 1]) == pytest.approx(mean, rel=2e-3)
+
+
+def test_time_rescaling_ks_separates_true_and_wrong_models():
+    model = Hawkes(0.5, 0.8, 1.2)
+    b, _ = model.simulate(jax.random.key(0), 200.0, 700, 4)
+    n = float(b.num_events.sum())
+    d_true = float(time_rescaling_ks(model.jump_diffusion(), b, num_substeps=20))
+    d_wrong = float(time_rescaling_ks(Poisson(n / 800.0).jump_diffusion(), b))
+    assert d_true < 1.63 / np.sqrt(n)
+    assert d_wrong > 2 * d_true

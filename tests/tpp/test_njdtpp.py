@@ -1,0 +1,85 @@
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcore.tpp import NJDTPP, EventBatch, Hawkes, load_checkpoint, save_checkpoint, solve, train
+
+
+def test_shapes_and_defaults():
+    m = NJDTPP(3, key=jax.random.key(0))
+    assert m.num_marks == 3 and m.width == 32 and m.depth == 2 and m.activation == "tanh"
+    eta = jnp.zeros(3)
+    assert m.drift(0.0, eta).shape == (3,)
+    assert m.diffusion(0.0, eta).shape == (3,)
+    assert m.jump(0.0, eta).shape == (3, 3)
+    assert len(m.drift_net.layers) == 3 and m.drift_net.layers[0].weight.shape == (32, 3)
+    m2 = NJDTPP(2, key=jax.random.key(0), width=8, depth=1, activation="relu")
+    assert m2.drift_net.layers[0].weight.shape == (8, 2) and len(m2.jump_net.layers) == 2
+
+
+def test_untrained_model_is_close_to_poisson_and_conventions_differ(x64):
+    m = NJDTPP(1, key=jax.random.key(0), init_log_rate=np.log(0.5))
+    b = EventBatch.from_sequences([[0.5, 1.0, 3.0]], T=4.0)
+    ll = float(m.log_likelihood(b)[0])
+    assert ll == pytest.approx(3 * np.log(0.5) - 0.5 * 4.0, abs=0.5)
+    paper = float(m.log_likelihood(b, convention="paper")[0])
+    assert paper != pytest.approx(ll, abs=1e-3)
+
+
+def test_checkpoint_roundtrip(tmp_path):
+    m = NJDTPP(2, key=jax.random.key(1), width=16)
+    path = tmp_path / "model.eqx"
+    save_checkpoint(path, m)
+    m2 = load_checkpoint(path)
+    for a, c in zip(jax.tree_util.tree_leaves(eqx.filter(m, eqx.is_array)),
+                    jax.tree_util.tree_leaves(eqx.filter(m2, eqx.is_array))):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
+    assert m2.width == 16 and m2.num_marks == 2
+    (tmp_path / "bad").write_bytes(b"\xff\xfe")
+    with pytest.raises(ValueError, match="not an NJDTPP checkpoint"):
+        load_checkpoint(tmp_path / "bad")
+
+
+def test_gradient_matches_finite_differences(x64):
+    m = NJDTPP(2, key=jax.random.key(2), width=8)
+    b = EventBatch.from_sequences([[0.2, 0.9, 1.4], [0.5]], [[0, 1, 1], [1]], T=2.0, num_marks=2)
+    key = jax.random.key(3)
+
+    def f(eta0, bias):
+        mm = eqx.tree_at(lambda z: (z.eta0, z.jump_net.layers[-1].bias), m, (eta0, bias))
+        return jnp.sum(solve(mm, b, key, num_substeps=4).log_likelihood)
+
+    eta0, bias = m.eta0, m.jump_net.layers[-1].bias
+    g0, g1 = jax.grad(f, argnums=(0, 1))(eta0, bias)
+    eps = 1e-6
+    for i in range(2):
+        fd = (float(f(eta0.at[i].add(eps), bias)) - float(f(eta0.at[i].add(-eps), bias))) / (2 * eps)
+        assert float(g0[i]) == pytest.approx(fd, rel=1e-5, abs=1e-8)
+    for i in range(4):
+        fd = (float(f(eta0, bias.at[i].add(eps))) - float(f(eta0, bias.at[i].add(-eps)))) / (2 * eps)
+        assert float(g1[i]) == pytest.approx(fd, rel=1e-5, abs=1e-8)
+
+
+def test_training_improves_likelihood_on_hawkes_data():
+    true = Hawkes(0.2, 0.8, 1.0)
+    b, _ = true.simulate(jax.random.key(0), 40.0, 96, 24)
+    m = NJDTPP(1, key=jax.random.key(1), width=16, init_log_rate=float(np.log(0.5)))
+    res = train(m, b[:16], key=jax.random.key(2), steps=40, batch_size=8, valid_batch=b[16:], eval_every=20)
+    assert res.history.shape == (40,) and res.valid_history.shape == (2,)
+    n = float(b[16:].num_events.sum())
+    before = -float(m.log_likelihood(b[16:], jax.random.key(12345)).sum()) / n
+    assert np.all(np.isfinite(res.history))
+    assert min(res.valid_history) < before
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="activation: expected one of"):
+        NJDTPP(1, key=jax.random.key(0), activation="swish2")
+    with pytest.raises(ValueError, match="num_marks: expected an int >= 1"):
+        NJDTPP(0, key=jax.random.key(0))
+    with pytest.raises(TypeError, match="model: expected an NJDTPP"):
+        train(Hawkes(0.2, 0.1, 1.0), EventBatch.from_sequences([[0.1]]), key=jax.random.key(0))
+    with pytest.raises(ValueError, match="batch.num_marks: expected 2"):
+        train(NJDTPP(2, key=jax.random.key(0)), EventBatch.from_sequences([[0.1]]), key=jax.random.key(0))
