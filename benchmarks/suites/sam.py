@@ -628,7 +628,7 @@ register(QualityBenchmark(
     name="sam.digits", family=FAMILY, run=_sam_quality,
     params=dict(dataset="digits", models=["MLP", "CNN"],
                 methods=["SGD", "SAM", "ASAM", "GSAM", "SAM-OBF", "GSAM-OBF"],
-                noise=[0.0, 0.2], seeds=3, epochs=15, batch=64, lr=0.05, sharpness_examples=256, eig_iters=20,
+                noise=[0.0, 0.2], seeds=3, epochs=10, batch=64, lr=0.05, sharpness_examples=256, eig_iters=20,
                 n_train=60000),
     quick_params=dict(models=["MLP"], methods=["SGD", "SAM", "SAM-OBF"], noise=[0.0, 0.2], seeds=2, epochs=5,
                       eig_iters=10),
