@@ -24,7 +24,7 @@ def test_zeta_transforms(x64):
         np.testing.assert_allclose(sup[s], np.log(sum(np.exp(x[t]) for t in range(16) if s & ~t == 0)))
 
 
-@pytest.mark.parametrize("d", [2, 3, 4, 5])
+@pytest.mark.parametrize("d", [3, 5])
 def test_dp_equals_enumeration(d, x64):
     table = bge_local_scores(_data(d, d)) + order_modular_prior_table(d)
     dags = enumerate_dags(d)

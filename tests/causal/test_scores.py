@@ -133,7 +133,7 @@ def test_bdeu_matches_pgmpy():
         others = [i for i in range(3) if i != j]
         for c in range(4):
             pa = [names[others[b]] for b in range(2) if (c >> b) & 1]
-            np.testing.assert_allclose(table[j, c], sc.local_score(names[j], pa), rtol=1e-4)
+            np.testing.assert_allclose(table[j, c], sc.local_score(names[j], tuple(pa)), rtol=1e-4)
 
 
 def test_max_parents_and_priors():
