@@ -129,7 +129,7 @@ def _torch_svi_step(params, prior, noise, x, y, *, in_features, width, truncatio
     flat = [P["w_in"]["loc"], P["w_in"]["log_scale"], P["w_hidden"]["loc"], P["w_hidden"]["log_scale"],
             P["w_head"]["loc"], P["w_head"]["log_scale"], P["gamma"], P["sticks"]["log_a"], P["sticks"]["log_b"]]
     opt = torch.optim.Adam(flat, lr=lr)
-    T = lambda a: torch.from_numpy(np.asarray(a))  # noqa: E731
+    T = lambda a: torch.from_numpy(np.array(a))  # noqa: E731  (a writable copy)
     pr = {n: {"loc": T(prior[n]["loc"]), "scale": T(prior[n]["log_scale"]).exp()} for n in ("w_in", "w_hidden", "w_head")}
     pr_gamma = T(prior["gamma"])
     pa, pb = T(prior["sticks"]["log_a"]).exp(), T(prior["sticks"]["log_b"]).exp()

@@ -319,6 +319,9 @@ class AdaptiveMLP(eqx.Module):
             ``(elbo_per_datum, aux)``, aux a dict with ``loglik`` (mean per datum),
             ``kl`` (total, nats) and ``accuracy`` (of the sampled networks).
         """
+        self._check_x(x)
+        if y.shape != x.shape[:1]:
+            raise ValueError(f"y must have shape [{x.shape[0]}] (one label per row of x), got {y.shape}")
         noise = self.sample_noise(key, params, num_samples)
         return self.elbo_from_noise(params, prior, noise, x, y, task, num_data, kl_weight)
 
@@ -377,6 +380,9 @@ class AdaptiveMLP(eqx.Module):
         Returns:
             logits ``[B, C]``.
         """
+        self._check_x(x)
+        if tuple(masks.shape) != tuple(self.mask_shape()):
+            raise ValueError(f"masks must have shape {self.mask_shape()}, got {tuple(masks.shape)}")
         weights = {n: params[n]["loc"] for n in ("w_in", "w_hidden", "w_head")}
         return self._forward(weights, masks.astype(x.dtype), x, task)
 
@@ -409,8 +415,10 @@ class AdaptiveCNN(AdaptiveMLP):
         return (self.truncation, self.width)
 
     def _check_x(self, x):
-        if x.ndim != 4 or x.shape[-1] != self.in_features:
-            raise ValueError(f"x must have shape [batch, H, W, {self.in_features}], got {x.shape}")
+        if not ((x.ndim == 4 and x.shape[-1] == self.in_features) or (x.ndim == 2 and x.shape[-1] % self.in_features == 0)):
+            raise ValueError(
+                f"x must have shape [batch, H, W, {self.in_features}] or flattened [batch, H*W*{self.in_features}], "
+                f"got {x.shape}")
 
     def _features(self, x):
         if x.ndim == 2:  # flattened square images [B, side * side * C]

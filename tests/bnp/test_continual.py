@@ -1,0 +1,100 @@
+"""Continual-learning metrics on hand-built cases and forgetting on a planted two-task problem."""
+
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcore.bnp.continual import (
+    ContinualConfig,
+    active_depth,
+    active_fraction,
+    average_accuracy,
+    backward_transfer,
+    mask_union,
+    run_continual,
+)
+from jaxcore.bnp.model import AdaptiveMLP
+
+
+def test_average_accuracy_and_backward_transfer_hand_built():
+    acc = jnp.array([[0.9, np.nan, np.nan], [0.7, 0.8, np.nan], [0.5, 0.6, 1.0]])
+    np.testing.assert_allclose(average_accuracy(acc), [0.9, 0.75, 0.7], rtol=1e-6)
+    # BWT = ((0.5 - 0.9) + (0.6 - 0.8)) / 2
+    np.testing.assert_allclose(backward_transfer(acc), -0.3, rtol=1e-6)
+    np.testing.assert_allclose(backward_transfer(jnp.stack([acc, acc])), [-0.3, -0.3], rtol=1e-6)
+    with pytest.raises(ValueError, match="at least 2 tasks"):
+        backward_transfer(jnp.ones((1, 1)))
+
+
+def test_active_depth_and_fraction_hand_built():
+    m = np.zeros((4, 3, 2), bool)  # K = 4 layers of 3 x 2 masks
+    assert int(active_depth(m)) == 0 and float(active_fraction(m)) == 0.0
+    m[0, 0, 0] = True
+    m[2, 1, 1] = True  # layer 2 off, layer 3 on: depth is the deepest active layer
+    assert int(active_depth(m)) == 3
+    np.testing.assert_allclose(active_fraction(m), 2 / 24)
+    m[3] = True
+    assert int(active_depth(m)) == 4
+    batch = np.stack([np.zeros_like(m), m])
+    np.testing.assert_array_equal(active_depth(batch), [0, 4])
+    # per-channel (CNN) masks: one trailing axis per layer
+    c = np.array([[1, 0], [0, 0], [0, 1]], bool)
+    assert int(active_depth(c, layer_ndim=1)) == 3
+    np.testing.assert_allclose(active_fraction(c, layer_ndim=1), 2 / 6)
+    with pytest.raises(ValueError, match="at least 3 axes"):
+        active_depth(np.ones((2, 2), bool))
+
+
+def test_mask_union_hand_built():
+    t1 = np.zeros((2, 2, 2), bool)
+    t1[0, 0, 0] = True
+    t2 = np.zeros((2, 2, 2), bool)
+    t2[1, 1, 1] = True
+    t2[0, 0, 0] = True
+    t3 = np.ones((2, 2, 2), bool)
+    masks = np.stack([t1, t2, t3])
+    np.testing.assert_array_equal(mask_union(masks[:2]), t1 | t2)
+    np.testing.assert_array_equal(mask_union(masks, 2), t1 | t2)
+    np.testing.assert_array_equal(mask_union(masks, 3), t3)
+    np.testing.assert_allclose(active_fraction(mask_union(masks, 2)), 2 / 8)
+
+
+def planted_two_task_problem(seed=0, n=400, d=10):
+    """Synthetic planted problem: two binary tasks on the same Gaussian inputs, each on its own pair of
+    coordinates, so a narrow shared layer must be re-purposed by the second task."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(2, 2 * n, d)).astype(np.float32)
+    y = np.stack([x[0, :, 0] + x[0, :, 1] > 0, x[1, :, 2] - x[1, :, 3] > 0]).astype(np.int32)
+    return SimpleNamespace(
+        x_train=x[:, :n], y_train=y[:, :n], n_train=np.array([n, n], np.int32),
+        x_test=x[:, n:], y_test=y[:, n:], n_test=np.array([n, n], np.int32),
+    )
+
+
+@pytest.mark.slow
+def test_finetuning_forgets_more_than_the_method_on_planted_problem():
+    tasks = planted_two_task_problem()
+    model = AdaptiveMLP(10, 8, 2, 2, 2, init_scale=0.05)
+    cfg = ContinualConfig(num_steps=300, batch_size=64, num_samples=2, learning_rate=2e-2)
+    keys = jax.random.split(jax.random.key(0), 2)
+    ft = run_continual("finetune", model, tasks, keys, cfg)
+    ours = run_continual("adaptive", model, tasks, keys, cfg)
+    bwt_ft = np.asarray(backward_transfer(ft.accuracy))
+    bwt_ours = np.asarray(backward_transfer(ours.accuracy))
+    # both learn the first task; fine-tuning loses more of it
+    assert np.all(np.asarray(ft.accuracy)[:, 0, 0] > 0.85) and np.all(np.asarray(ours.accuracy)[:, 0, 0] > 0.85)
+    assert bwt_ft.mean() < bwt_ours.mean() - 0.05, (bwt_ft, bwt_ours)
+    assert ours.masks.shape == (2, 2) + model.mask_shape()
+    assert np.all((np.asarray(ours.active_depth) >= 0) & (np.asarray(ours.active_depth) <= 2))
+
+
+def test_run_continual_rejects_bad_input():
+    tasks = planted_two_task_problem(n=8)
+    model = AdaptiveMLP(10, 4, 1, 2, 2)
+    with pytest.raises(ValueError, match="method"):
+        run_continual("sgd", model, tasks, jax.random.split(jax.random.key(0), 1))
+    with pytest.raises(ValueError, match="in_features"):
+        run_continual("finetune", AdaptiveMLP(7, 4, 1, 2, 2), tasks, jax.random.split(jax.random.key(0), 1))

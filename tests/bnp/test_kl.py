@@ -1,0 +1,70 @@
+"""KL divergences: closed forms against numpyro and Monte Carlo; relaxed-mask KL against quadrature."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as nd
+import pytest
+from numpyro.distributions.kl import kl_divergence
+
+from jaxcore.bnp.kl import kl_beta, kl_normal, kl_relaxed_bernoulli_mc
+from jaxcore.bnp.distributions import LogitRelaxedBernoulli
+
+PAIRS = [(2.0, 1.0, 2.0, 1.0), (0.5, 3.0, 2.0, 1.0), (5.0, 2.0, 1.5, 1.5), (30.0, 40.0, 1.0, 1.0)]
+
+
+@pytest.mark.parametrize("a1,b1,a2,b2", PAIRS)
+def test_kl_beta_closed_form_matches_numpyro_and_monte_carlo(x64, a1, b1, a2, b2):
+    kl = float(kl_beta(a1, b1, a2, b2))
+    np.testing.assert_allclose(kl, kl_divergence(nd.Beta(a1, b1), nd.Beta(a2, b2)), rtol=1e-10, atol=1e-12)
+    n = 200_000
+    x = nd.Beta(a1, b1).sample(jax.random.key(0), (n,))
+    terms = np.asarray(nd.Beta(a1, b1).log_prob(x) - nd.Beta(a2, b2).log_prob(x))
+    assert abs(terms.mean() - kl) < 5 * terms.std() / np.sqrt(n) + 1e-12
+    assert kl >= 0.0
+    if (a1, b1) == (a2, b2):
+        assert abs(kl) < 1e-12
+
+
+def test_kl_normal_matches_numpyro(x64):
+    m1, s1, m2, s2 = jnp.array([0.0, 1.0, -2.0]), jnp.array([1.0, 0.1, 3.0]), jnp.array([0.0, 0.0, 1.0]), jnp.array([1.0, 2.0, 0.5])
+    np.testing.assert_allclose(kl_normal(m1, s1, m2, s2), kl_divergence(nd.Normal(m1, s1), nd.Normal(m2, s2)), rtol=1e-12)
+    assert float(kl_normal(m1, s1, m1, s1).sum()) == 0.0
+
+
+@pytest.mark.parametrize("tq,tp,lq,lp", [(0.2, 0.2, 1.0, -1.0), (0.1, 0.3, -3.0, 2.0), (0.5, 0.5, 0.0, 0.0)])
+def test_relaxed_kl_monte_carlo_matches_quadrature(x64, tq, tp, lq, lp):
+    ys = np.linspace(-600, 600, 1_200_001)
+    q = LogitRelaxedBernoulli(tq, lq)
+    p = LogitRelaxedBernoulli(tp, lp)
+    lqy = np.asarray(q.log_prob(ys))
+    exact = np.trapezoid(np.exp(lqy) * (lqy - np.asarray(p.log_prob(ys))), ys)
+    n = 200_000
+    est = float(kl_relaxed_bernoulli_mc(jax.random.key(1), lq, lp, tq, tp, num_samples=n))
+    y = q.sample(jax.random.key(1), (n,))
+    sd = float(np.std(np.asarray(q.log_prob(y) - p.log_prob(y))))
+    assert abs(est - exact) < 5 * sd / np.sqrt(n) + 1e-9
+    if (tq, lq) == (tp, lp):
+        assert abs(est) < 1e-12 and abs(exact) < 1e-9
+
+
+def test_relaxed_kl_finite_with_gradients_at_low_temperature():
+    lq = jnp.array([-60.0, -5.0, 0.0, 5.0, 60.0])
+    lp = jnp.array([60.0, 0.0, -8.0, 5.0, -60.0])
+    for tau in (0.05, 0.1, 0.3):
+        f = lambda l: jnp.sum(kl_relaxed_bernoulli_mc(jax.random.key(2), l, lp, tau, num_samples=64))
+        v, g = jax.value_and_grad(f)(lq)
+        assert np.isfinite(v) and np.all(np.isfinite(np.asarray(g)))
+
+
+def test_kl_invalid_arguments():
+    with pytest.raises(ValueError, match="a1"):
+        kl_beta(0.0, 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="b2"):
+        kl_beta(1.0, 1.0, 1.0, -2.0)
+    with pytest.raises(ValueError, match="temperature"):
+        kl_relaxed_bernoulli_mc(jax.random.key(0), 0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="prior_temperature"):
+        kl_relaxed_bernoulli_mc(jax.random.key(0), 0.0, 0.0, 0.1, -1.0)
+    with pytest.raises(ValueError, match="num_samples"):
+        kl_relaxed_bernoulli_mc(jax.random.key(0), 0.0, 0.0, 0.1, num_samples=0)

@@ -1,0 +1,161 @@
+"""The structure-adaptive Bayesian MLP/CNN: ELBO, its gradient, masks, residual identity."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcore.bnp.model import AdaptiveCNN, AdaptiveMLP, fit
+
+
+def _mlp(**kw):
+    return AdaptiveMLP(6, 8, 3, 2, 3, **kw)
+
+
+def _data(key, n=16, d=6, c=3):
+    kx, ky = jax.random.split(key)
+    return jax.random.normal(kx, (n, d)), jax.random.randint(ky, (n,), 0, c)
+
+
+@pytest.mark.parametrize("tau", [0.05, 0.3])
+def test_elbo_and_gradient_finite(key, tau):
+    model = _mlp(temperature=tau, prior_temperature=tau)
+    x, y = _data(jax.random.key(1))
+
+    @jax.jit
+    def value_and_grad(gamma):
+        params = model.init(key)
+        params["gamma"] = params["gamma"] + gamma
+        f = lambda p: model.elbo(p, model.init_prior(), jax.random.key(2), x, y, 1, 100.0, 4)[0]
+        return jax.value_and_grad(f)(params)
+
+    for gamma in (-30.0, 0.0, 30.0):
+        v, g = value_and_grad(gamma)
+        assert np.isfinite(v)
+        assert all(np.all(np.isfinite(np.asarray(l))) for l in jax.tree.leaves(g))
+        if gamma == 0.0:  # masks not saturated: the sticks and gamma get a gradient from the data term
+            assert float(jnp.abs(g["gamma"]).max()) > 0 and float(jnp.abs(g["sticks"]["log_a"]).max()) > 0
+
+
+def test_cnn_elbo_and_gradient_finite(key):
+    model = AdaptiveCNN(1, 4, 2, 2, 3, temperature=0.1, prior_temperature=0.1)
+    params = model.init(key)
+    x = jax.random.uniform(jax.random.key(1), (5, 8, 8, 1))
+    y = jnp.array([0, 1, 2, 0, 1])
+    v, g = jax.jit(jax.value_and_grad(lambda p: model.elbo(p, model.init_prior(), key, x, y, 0, 50.0, 3)[0]))(params)
+    assert np.isfinite(v) and all(np.all(np.isfinite(np.asarray(l))) for l in jax.tree.leaves(g))
+    # flattened images are accepted too
+    v2 = jax.jit(lambda p: model.elbo(p, model.init_prior(), key, x.reshape(5, 64), y, 0, 50.0, 3)[0])(params)
+    np.testing.assert_allclose(v, v2, rtol=1e-6)
+    assert model.hard_masks(params).shape == (2, 4)
+
+
+def test_vmapped_samples_equal_average_of_single_samples(key):
+    model = _mlp()
+    params = model.init(key)
+    prior = model.init_prior()
+    x, y = _data(jax.random.key(3))
+    noise = model.sample_noise(jax.random.key(4), params, 3)
+    ef = jax.jit(lambda nz: model.elbo_from_noise(params, prior, nz, x, y, 0, 50.0)[0])
+    full = ef(noise)
+    singles = [ef(jax.tree.map(lambda a: a[s:s + 1], noise)) for s in range(3)]
+    np.testing.assert_allclose(full, np.mean(singles), rtol=1e-5)
+    e = jax.jit(lambda p: model.elbo(p, prior, jax.random.key(4), x, y, 0, 50.0, 3)[0])(params)
+    np.testing.assert_allclose(e, full, rtol=1e-6)
+
+
+def test_elbo_gradient_matches_finite_differences(x64, key):
+    model = _mlp()
+    params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), model.init(key))
+    params["gamma"] = params["gamma"] + 0.3
+    prior = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), model.init_prior())
+    x, y = _data(jax.random.key(5))
+    x = x.astype(jnp.float64)
+    noise = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), model.sample_noise(jax.random.key(6), params, 2))
+    f = jax.jit(lambda p: model.elbo_from_noise(p, prior, noise, x, y, 1, 40.0)[0])
+    g = jax.jit(jax.grad(f))(params)
+    eps = 1e-6
+    for path in [("w_in", "loc", (2, 3)), ("w_hidden", "log_scale", (1, 4, 5)), ("gamma", None, (0, 8, 7)),
+                 ("w_head", "loc", (1, 8, 2)), ("w_head", "log_scale", (1, 3, 0))]:
+        name, field, idx = path
+        def bump(d):
+            p = jax.tree.map(lambda a: a, params)
+            if field is None:
+                p[name] = p[name].at[idx].add(d)
+            else:
+                p[name] = dict(p[name])
+                p[name][field] = p[name][field].at[idx].add(d)
+            return f(p)
+        fd = (bump(eps) - bump(-eps)) / (2 * eps)
+        got = g[name][idx] if field is None else g[name][field][idx]
+        np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-9)
+
+
+def test_zero_masks_make_hidden_layers_identity(key):
+    model = _mlp()
+    params = model.init(key)
+    x, _ = _data(jax.random.key(7))
+    zero = jnp.zeros(model.mask_shape(), bool)
+    out = model.predict_logits(params, zero, x, 1)
+    w_in, w_head = params["w_in"]["loc"], params["w_head"]["loc"][1]
+    h = jax.nn.relu(jnp.concatenate([x, jnp.ones((x.shape[0], 1))], 1) @ w_in)
+    np.testing.assert_allclose(out, jnp.concatenate([h, jnp.ones((x.shape[0], 1))], 1) @ w_head, rtol=1e-6, atol=1e-6)
+    # a single active mask entry in layer 2 changes the output only through that weight
+    params["w_head"]["loc"] = params["w_head"]["loc"] + 1.0
+    one = zero.at[1, 0, 0].set(True)
+    h1 = h + jax.nn.relu(h[:, :1] * params["w_hidden"]["loc"][1, 0, 0])[:, None] * jax.nn.one_hot(0, 8)
+    expect = jnp.concatenate([h1, jnp.ones((x.shape[0], 1))], 1) @ params["w_head"]["loc"][0]
+    np.testing.assert_allclose(model.predict_logits(params, one, x, 0), expect, rtol=1e-5, atol=1e-5)
+
+
+def test_hard_masks_threshold_on_expected_pi(key):
+    model = _mlp(alpha=3.0, beta=1.0)
+    params = model.init(key)
+    # E[pi] = (3/4)^k: logits log(3) [k=1], log(0.5625/0.4375) [k=2], log(0.421875/0.578125) < 0 [k=3]
+    masks = np.asarray(model.hard_masks(params))
+    assert masks[0].all() and masks[1].all() and not masks[2].any()
+    params["gamma"] = params["gamma"].at[2, 0, 0].set(1.0).at[0].set(-5.0)
+    masks = np.asarray(model.hard_masks(params))
+    assert not masks[0].any() and masks[2].sum() == 1 and masks[2, 0, 0]
+    assert _mlp(adapt_structure=False).hard_masks(params).all()
+
+
+def test_posterior_to_prior_keeps_untrained_heads(key):
+    model = _mlp()
+    params = jax.tree.map(lambda a: a + 1.0, model.init(key))
+    prior = model.init_prior()
+    new = model.posterior_to_prior(prior, params, 0)
+    np.testing.assert_array_equal(new["w_in"]["loc"], params["w_in"]["loc"])
+    np.testing.assert_array_equal(new["w_head"]["loc"][0], params["w_head"]["loc"][0])
+    np.testing.assert_array_equal(new["w_head"]["loc"][1], prior["w_head"]["loc"][1])
+    np.testing.assert_array_equal(new["gamma"], params["gamma"])
+
+
+def test_fit_increases_elbo(key):
+    model = _mlp()
+    x, y = _data(jax.random.key(8), n=64)
+    y = (x[:, 0] > 0).astype(jnp.int32)
+    params, losses = fit(model, model.init(key), model.init_prior(), key, x, y, 64, 0,
+                         num_steps=150, batch_size=32, num_samples=2, learning_rate=1e-2)
+    assert float(losses[-20:].mean()) < float(losses[:20].mean())
+    acc = jnp.mean(jnp.argmax(model.predict_logits(params, model.hard_masks(params), x, 0), -1) == y)
+    assert float(acc) > 0.8
+
+
+def test_invalid_configuration_and_shapes(key):
+    with pytest.raises(ValueError, match="temperature"):
+        _mlp(temperature=0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        _mlp(alpha=-1.0)
+    with pytest.raises(ValueError, match="width"):
+        AdaptiveMLP(6, 0, 3, 2, 3)
+    with pytest.raises(TypeError, match="truncation"):
+        AdaptiveMLP(6, 8, 2.0, 2, 3)
+    model = _mlp()
+    params = model.init(key)
+    with pytest.raises(ValueError, match="x must have shape"):
+        model.elbo(params, model.init_prior(), key, jnp.ones((4, 5)), jnp.zeros(4, jnp.int32), 0, 10.0)
+    with pytest.raises(ValueError, match="y must have shape"):
+        model.elbo(params, model.init_prior(), key, jnp.ones((4, 6)), jnp.zeros(3, jnp.int32), 0, 10.0)
+    with pytest.raises(ValueError, match="masks must have shape"):
+        model.predict_logits(params, jnp.ones((2, 9, 8), bool), jnp.ones((4, 6)), 0)
