@@ -1,0 +1,31 @@
+import jax
+import numpy as np
+import pytest
+
+from jaxcore.causal.graphs import is_dag
+from jaxcore.causal.latent import dibs_svi
+
+
+def test_dibs_svi_finds_chain_skeleton():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 3))
+    x[:, 1] += 1.5 * x[:, 0]
+    x[:, 2] -= 1.2 * x[:, 1]
+    x = (x - x.mean(0)) / x.std(0)
+    s, diag = dibs_svi(jax.random.key(0), x, n_steps=600, n_particles=128, return_diagnostics=True)
+    w = np.asarray(s.weights)
+    np.testing.assert_allclose(w.sum(), 1.0, rtol=1e-5)
+    acyclic = np.asarray(is_dag(s.adjacency))
+    assert np.all(w[~acyclic] == 0) and acyclic.any()
+    loss = np.asarray(diag["elbo_loss"])
+    assert loss[-50:].mean() < loss[:50].mean()  # the ELBO improved
+    em = np.einsum("n,nij->ij", w, np.asarray(s.adjacency))
+    skel = em + em.T
+    assert skel[0, 1] > 0.8 and skel[1, 2] > 0.8 and skel[0, 2] < 0.3
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="weighting"):
+        dibs_svi(jax.random.key(0), np.zeros((5, 2)), weighting="x")
+    with pytest.raises(ValueError, match="NaN"):
+        dibs_svi(jax.random.key(0), np.full((5, 2), np.nan))
