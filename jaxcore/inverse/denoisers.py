@@ -189,9 +189,11 @@ class TVDenoiser(AbstractDenoiser):
 
 
 class DnCNN(AbstractDenoiser):
-    """Noise-level-conditioned DnCNN: ``D(x, sigma) = x - R([x, sigma 1])``.
+    """Noise-level-conditioned DnCNN: ``D(x, sigma) = x - s(sigma) R([x, c sigma 1])``.
 
-    ``R`` is a stack of ``depth`` 3x3 "same" convolutions (ReLU between them, no
+    ``s(sigma) = sigma`` when ``noise_scaled`` (``R`` predicts the unit-variance
+    noise ``z``, so ``D -> Id`` as ``sigma -> 0``), else 1 (``R`` predicts ``sigma z``);
+    ``c = sigma_scale`` scales the noise-level map. ``R`` is a stack of ``depth`` 3x3 "same" convolutions (ReLU between them, no
     batch norm) from ``channels + 1`` inputs (the image and a constant noise-level
     map) through ``features`` channels to ``channels`` outputs, the predicted noise.
     Convolutions run in NHWC layout (measured faster than NCHW on CPU). A
@@ -202,6 +204,8 @@ class DnCNN(AbstractDenoiser):
         weights: per layer ``[3, 3, in, out]`` (HWIO) float32 kernels.
         biases: per layer ``[out]``.
         channels: image channels the network was built for (static).
+        noise_scaled: output parametrisation (static, see above).
+        sigma_scale: multiplier of the noise-level input map (static).
 
     References:
         Zhang, Zuo, Chen, Meng & Zhang, "Beyond a Gaussian denoiser: residual
@@ -212,8 +216,11 @@ class DnCNN(AbstractDenoiser):
     weights: list[Array]
     biases: list[Array]
     channels: int = eqx.field(static=True)
+    noise_scaled: bool = eqx.field(static=True)
+    sigma_scale: float = eqx.field(static=True)
 
-    def __init__(self, key, *, channels: int = 3, features: int = 32, depth: int = 6):
+    def __init__(self, key, *, channels: int = 3, features: int = 32, depth: int = 6, noise_scaled: bool = True,
+                 sigma_scale: float = 255.0 / 25.0):
         """Random (He-normal) initialisation.
 
         Args:
@@ -221,6 +228,8 @@ class DnCNN(AbstractDenoiser):
             channels: image channels C.
             features: hidden channels.
             depth: number of convolution layers (>= 2).
+            noise_scaled: predict unit-variance noise scaled by sigma (True) or the noise itself.
+            sigma_scale: multiplier of the noise-level map (1/c is the reference noise level).
 
         Raises:
             ValueError: ``depth < 2`` or non-positive ``channels``/``features``.
@@ -237,6 +246,8 @@ class DnCNN(AbstractDenoiser):
             self.weights.append(scale * jax.random.normal(k, (3, 3, dims[i], dims[i + 1]), jnp.float32))
             self.biases.append(jnp.zeros((dims[i + 1],), jnp.float32))
         self.channels = channels
+        self.noise_scaled = bool(noise_scaled)
+        self.sigma_scale = float(sigma_scale)
 
     @property
     def depth(self) -> int:
@@ -247,8 +258,9 @@ class DnCNN(AbstractDenoiser):
         return int(self.weights[0].shape[-1])
 
     def residual(self, x: Float[Array, "N H W C"], sigma: Float[Array, " N"]) -> Float[Array, "N H W C"]:
-        """The predicted noise ``R([x, sigma])`` for a flat batch ``[N, H, W, C]`` (no checks)."""
-        h = jnp.concatenate([x, jnp.broadcast_to(sigma[:, None, None, None], x.shape[:-1] + (1,)).astype(x.dtype)], -1)
+        """The network output ``R([x, c sigma])`` for a flat batch ``[N, H, W, C]`` (no checks)."""
+        smap = jnp.broadcast_to(self.sigma_scale * sigma[:, None, None, None], x.shape[:-1] + (1,))
+        h = jnp.concatenate([x, smap.astype(x.dtype)], -1)
         n = len(self.weights)
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
             h = jax.lax.conv_general_dilated(
@@ -272,6 +284,8 @@ class DnCNN(AbstractDenoiser):
         flat = x.reshape((-1,) + x.shape[-3:])
         inp = jnp.broadcast_to(flat, flat.shape[:-1] + (self.channels,)) if c != self.channels else flat
         r = self.residual(inp, s)
+        if self.noise_scaled:
+            r = r * s[:, None, None, None]
         if c != self.channels:
             r = jnp.mean(r, axis=-1, keepdims=True)
         return (flat - r).reshape(x.shape)
@@ -338,7 +352,8 @@ def load_pretrained(name: str = "dncnn") -> AbstractDenoiser:
     """
     info = pretrained_info(name)
     arch = info["architecture"]
-    net = DnCNN(jax.random.key(0), channels=arch["channels"], features=arch["features"], depth=arch["depth"])
+    net = DnCNN(jax.random.key(0), channels=arch["channels"], features=arch["features"], depth=arch["depth"],
+                noise_scaled=arch.get("noise_scaled", False), sigma_scale=arch.get("sigma_scale", 1.0))
     model: AbstractDenoiser = GradientStepDenoiser(net) if arch.get("gradient_step") else net
     path = _WEIGHTS_DIR / PRETRAINED[name][0]
     if not path.exists():

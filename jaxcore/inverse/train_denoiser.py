@@ -174,6 +174,10 @@ def main(argv=None) -> dict:
     info = {
         "architecture": {"kind": "DnCNN", "channels": 3, "features": args.features, "depth": args.depth,
                          "gradient_step": bool(args.gradient_step), "noise_map_input": True,
+                         "noise_scaled": bool(getattr(model, "noise_scaled", getattr(getattr(model, "network", None),
+                                                                                 "noise_scaled", False))),
+                         "sigma_scale": float(getattr(model, "sigma_scale", getattr(getattr(model, "network", None),
+                                                                                 "sigma_scale", 1.0))),
                          "layout": "NHWC"},
         "recipe": {"command": "python -m jaxcore.inverse.train_denoiser"
                    + (" --gradient-step" if args.gradient_step else "") + (" --resume" if args.resume else "")

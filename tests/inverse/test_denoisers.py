@@ -60,6 +60,10 @@ def test_dncnn_shapes_batching_and_gray(key):
     g = x[0, 0, ..., :1]
     out_g = net(g, 0.1)
     np.testing.assert_allclose(out_g, jnp.mean(net(jnp.repeat(g, 3, -1), 0.1), -1, keepdims=True), atol=1e-5)
+    # noise-scaled output: D(x, 0) = x exactly; residual form: it is not
+    np.testing.assert_array_equal(net(x, 0.0), x)
+    plain = DnCNN(key, channels=3, features=8, depth=3, noise_scaled=False)
+    assert float(jnp.max(jnp.abs(plain(x, 0.0) - x))) > 1e-4
     with pytest.raises(ValueError, match="channels"):
         net(jnp.zeros((16, 16, 2)), 0.1)
     with pytest.raises(ValueError, match="sigma"):
