@@ -362,17 +362,17 @@ def _pad(samples):
     return DAGSamples(adj, w)
 
 
-def _approximations(key, table, x, post, rng, quick):
+def _approximations(key, table, x, post, rng, quick, dibs=False):
     """Five approximations of different quality; one compile of each sampler per d."""
     from jaxcore.causal.bootstrap import bootstrap_map_dags
     from jaxcore.causal.mcmc import order_mcmc, structure_mcmc
     from jaxcore.causal.samples import make_samples
 
-    k1, k3, k4 = jax.random.split(key, 3)
+    k1, k3, k4, k5 = jax.random.split(key, 4)
     n_per_chain = 250 if quick else 500
     s = structure_mcmc(k1, table, n_chains=4, n_samples=n_per_chain, thin=10, burn_in=0)
     adj = s.adjacency.reshape(4, n_per_chain, *s.adjacency.shape[1:])
-    return {
+    out = {
         # the first 20 draws of one chain from the empty graph: an unconverged run
         "struct-MCMC short": make_samples(adj[0, :20]),
         "struct-MCMC long": make_samples(adj[:, n_per_chain // 5:].reshape(-1, *adj.shape[2:])),
@@ -380,6 +380,11 @@ def _approximations(key, table, x, post, rng, quick):
         "bootstrap MAP": bootstrap_map_dags(k4, x, n_bootstrap=30),
         "edge-independent": _edge_independent(rng, post.edge_marginals, 200),
     }
+    if dibs:
+        from jaxcore.causal.latent import dibs_svi
+
+        out["numpyro DiBS+ SVI"] = dibs_svi(k5, x, n_steps=300 if quick else 1500, n_particles=256)
+    return out
 
 
 def _mec_log_prob(log_prob, dags):
@@ -457,7 +462,7 @@ def _run_study(ctx):
                     post = exact_posterior(table, dags)
                     key, sub = jax.random.split(key)
                     log_pm = _mec_log_prob(post.log_prob, dags)
-                    for method, s in _approximations(sub, table, x, post, rng, ctx.quick).items():
+                    for method, s in _approximations(sub, table, x, post, rng, ctx.quick, P.get("dibs", False)).items():
                         m = _evaluate(s, post, dags, jnp.asarray(truth), x, xt, log_pm)
                         m.update(d=d, setting=setting, n=n, seed=seed, method=method,
                                  entropy=float(post.entropy), mec_entropy=float(post.mec_entropy))
@@ -536,7 +541,7 @@ def _run_study(ctx):
 register(QualityBenchmark(
     name="causal.study", family=FAMILY, run=_run_study,
     params={"ds": [4, 5], "settings": ["equal", "unequal", "laplace"], "ns": [10, 30, 100, 1000], "seeds": 2,
-            "edge_p": 0.5, "n_test": 200},
+            "edge_p": 0.5, "n_test": 200, "dibs": False},
     quick_params={"ds": [4], "settings": ["equal"], "ns": [10, 100], "seeds": 1},
     description="Karimi Mamaghan et al. (ICML 2024) study: metrics vs distance to the exact posterior, with entropy",
 ))
@@ -545,7 +550,7 @@ register(QualityBenchmark(
 # --------------------------------------------------------------------------- quality: Sachs
 
 
-def _methods_on(key, x, truth, rng, quick, xt):
+def _methods_on(key, x, truth, rng, quick, xt, dibs=False):
     """Exact posterior + approximations + metrics on one data set (d <= 6); rows per method."""
     from jaxcore.causal import metrics as M
     from jaxcore.causal.enumerate import enumerate_dags
@@ -576,7 +581,7 @@ def _methods_on(key, x, truth, rng, quick, xt):
                    edge_f1=float(M.expected_edge_f1(exact, truth)["f1"]))
     results["exact posterior"] = row
     results["MAP DAG"] = {"e_shd": float(shd(map_adj, truth)), "e_cpdag_shd": float(cpdag_shd(map_adj, truth))}
-    for method, s in _approximations(key, table, x, post, rng, quick).items():
+    for method, s in _approximations(key, table, x, post, rng, quick, dibs).items():
         results[method] = _evaluate(s, post, dags, truth, x, xt, log_pm)
     return post, results
 
@@ -612,7 +617,7 @@ def _run_sachs(ctx):
         xt = _standardize(te[:, idx], tr[:, idx]).astype(np.float32)
         truth = s["consensus"][np.ix_(idx, idx)]
         key, sub_key = jax.random.split(key)
-        post, res = _methods_on(sub_key, x, truth, rng, ctx.quick, xt)
+        post, res = _methods_on(sub_key, x, truth, rng, ctx.quick, xt, dibs=P.get("dibs", False))
         label = ",".join(sub)
         for method, r in res.items():
             rows.append([label, len(sub), round(float(post.entropy), 2), method]
@@ -674,8 +679,8 @@ def _run_sachs(ctx):
 register(QualityBenchmark(
     name="causal.sachs", family=FAMILY, run=_run_sachs,
     params={"subsets": [["praf", "pmek", "p44/42", "pakts473", "PKA"],
-                        ["plcg", "PIP2", "PIP3", "PKC", "praf", "pmek"]], "max_parents": 3},
-    quick_params={"subsets": [["praf", "pmek", "p44/42", "pakts473"]], "max_parents": 2},
+                        ["plcg", "PIP2", "PIP3", "PKC", "praf", "pmek"]], "max_parents": 3, "dibs": True},
+    quick_params={"subsets": [["praf", "pmek", "p44/42", "pakts473"]], "max_parents": 2, "dibs": False},
     description="Sachs flow cytometry (cdt): exact posteriors on protein subsets, DP edge marginals on all 11",
 ))
 
