@@ -334,15 +334,15 @@ def _sb_check(kernel_out, base_out, case):
 
 register(SpeedBenchmark(
     name="bnp.stick_breaking", family=FAMILY, kernel=stick_breaking_batch, setup=_sb_setup,
-    sizes=[{"K": 16, "batch": 100_000}],
-    quick_sizes=[{"K": 16, "batch": 10_000}],
+    sizes=[{"K": 16, "batch": 100_000, "a": 3.0, "b": 1.0}, {"K": 16, "batch": 100_000, "a": 2.0, "b": 2.0}],
+    quick_sizes=[{"K": 16, "batch": 10_000, "a": 3.0, "b": 1.0}],
     baselines=[
         Baseline("numpy", _sb_numpy, note="rng.beta + cumprod; statistics compared"),
         Baseline("torch", _sb_torch, requires=("torch",), note="torch.distributions.Beta; statistics compared"),
     ],
     check=_sb_check,
     scaling=Scaling("batch", [10_000, 100_000, 1_000_000]),
-    description="truncated stick-breaking beta-process draws vs NumPy and torch.distributions",
+    description="truncated stick-breaking draws (b=1: inverse CDF; b!=1: gamma ratio) vs NumPy and torch",
 ))
 
 

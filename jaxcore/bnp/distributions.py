@@ -202,14 +202,31 @@ class StickBreakingBetaProcess(Distribution):
         return jnp.cumprod(self.concentration1 / (self.concentration1 + self.concentration0), axis=-1)
 
     def sample_sticks(self, key, sample_shape=()):
-        """Draw the stick proportions ``nu`` (reparameterised via implicit gamma gradients)."""
+        """Draw the stick proportions ``nu``, reparameterised (differentiable in ``a``, ``b``).
+
+        When every ``b = 1`` (the beta process proper) the draw is the exact
+        inverse CDF ``nu = U^(1/a)`` (one uniform per stick); otherwise
+        ``nu = G_a / (G_a + G_b)`` with :func:`gamma_rsample` draws (implicit
+        reparameterisation gradients). The branch is a ``lax.cond`` on the values.
+        """
         shape = sample_shape + self.batch_shape + self.event_shape
-        k1, k0 = jax.random.split(key)
-        g1 = gamma_rsample(k1, self.concentration1, shape)
-        g0 = gamma_rsample(k0, self.concentration0, shape)
-        tiny = jnp.finfo(g1.dtype).tiny
-        eps = jnp.finfo(g1.dtype).eps
-        return jnp.clip(g1 / jnp.maximum(g1 + g0, tiny), tiny, 1.0 - eps)
+        a = jnp.broadcast_to(self.concentration1, shape)
+        b = jnp.broadcast_to(self.concentration0, shape)
+        tiny = jnp.finfo(a.dtype).tiny
+        eps = jnp.finfo(a.dtype).eps
+
+        def inverse_cdf(key):
+            u = jax.random.uniform(key, shape, a.dtype, minval=tiny)
+            return jnp.exp(jnp.log(u) / a)
+
+        def via_gamma(key):
+            k1, k0 = jax.random.split(key)
+            g1 = gamma_rsample(k1, a, shape)
+            g0 = gamma_rsample(k0, b, shape)
+            return g1 / jnp.maximum(g1 + g0, tiny)
+
+        nu = jax.lax.cond(jnp.all(b == 1.0), inverse_cdf, via_gamma, key)
+        return jnp.clip(nu, tiny, 1.0 - eps)
 
     def sample(self, key, sample_shape=()):
         return jnp.exp(stick_breaking_log_weights(self.sample_sticks(key, sample_shape)))
