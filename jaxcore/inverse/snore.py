@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np

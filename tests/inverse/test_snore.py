@@ -174,3 +174,21 @@ def test_every_method_improves_psnr_on_a_real_crop():
     base = float(psnr(y, x))
     got = {name: float(psnr(fn().x, x)) for name, fn in runs.items()}
     assert all(v > base + 0.5 for v in got.values()), (base, got)
+
+
+def test_restore_batch_under_image_sharding():
+    """Images sharded over the (fake) devices give the same restorations as on one device."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    n_dev = len(jax.devices())
+    x, op, _, sigma_y = _small_problem()
+    xs = jnp.stack([jnp.roll(x, 3 * i, axis=0) for i in range(n_dev)])
+    ys = jax.vmap(lambda xi, k: degrade(k, xi, op, sigma_y))(xs, jax.random.split(jax.random.key(0), n_dev))
+    sched = constant_schedule(3, sigma=10 / 255, alpha=0.5, step_size=0.5 * sigma_y**2)
+    keys = jax.random.split(jax.random.key(1), 2)
+    run = jax.jit(lambda k, y: restore_batch("snore", k, y, op, TVDenoiser(n_iter=5), sched, sigma_y).x)
+    ref = run(keys, ys)
+    mesh = Mesh(np.array(jax.devices()), ("images",))
+    ys_sharded = jax.device_put(ys, NamedSharding(mesh, PartitionSpec("images")))
+    out = run(keys, ys_sharded)
+    np.testing.assert_allclose(out, ref, atol=1e-5)
