@@ -28,7 +28,9 @@ References:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import jax
@@ -52,8 +54,34 @@ __all__ = [
 BaseSampler = Callable[[PRNGKeyArray, tuple, Any], Array]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Uniform:
+    low: float
+    high: float
+
+    def __call__(self, key: PRNGKeyArray, shape: tuple, dtype: Any = jnp.float32) -> Array:
+        return jax.random.uniform(key, shape, dtype, self.low, self.high)
+
+
+@dataclasses.dataclass(frozen=True)
+class _UniformMixture:
+    intervals: tuple[tuple[float, float], ...]
+    probs: tuple[float, ...]
+
+    def __call__(self, key: PRNGKeyArray, shape: tuple, dtype: Any = jnp.float32) -> Array:
+        iv = np.asarray(self.intervals, np.float64)
+        lo, width = iv[:, 0], iv[:, 1] - iv[:, 0]
+        logp = np.log(np.maximum(np.asarray(self.probs, np.float64), 1e-300))
+        kc, ku = jax.random.split(key)
+        c = jax.random.categorical(kc, jnp.asarray(logp), shape=shape)
+        u = jax.random.uniform(ku, shape, dtype)
+        return (jnp.asarray(lo, dtype)[c] + jnp.asarray(width, dtype)[c] * u).astype(dtype)
+
+
 def uniform_base(low: float = 0.0, high: float = 1.0) -> BaseSampler:
     """The base measure U[low, high] as a sampler ``base(key, shape, dtype)``.
+
+    The sampler is hashable by value, so generators jit-compile once per base.
 
     Raises:
         ValueError: ``low >= high``.
@@ -61,15 +89,11 @@ def uniform_base(low: float = 0.0, high: float = 1.0) -> BaseSampler:
     low, high = float(low), float(high)
     if not low < high:
         raise ValueError(f"uniform_base needs low < high, got low={low}, high={high}")
-
-    def base(key: PRNGKeyArray, shape: tuple, dtype: Any = jnp.float32) -> Array:
-        return jax.random.uniform(key, shape, dtype, low, high)
-
-    return base
+    return _Uniform(low, high)
 
 
 def uniform_mixture_base(intervals: Sequence[tuple[float, float]], probs: Sequence[float]) -> BaseSampler:
-    """A mixture of uniforms sum_c p_c U[lo_c, hi_c] as a sampler.
+    """A mixture of uniforms sum_c p_c U[lo_c, hi_c] as a sampler (hashable by value).
 
     Example: the paper's "splitting" base 1/2 U[-1, -3/4] + 1/2 U[3/4, 1] is
     ``uniform_mixture_base([(-1, -0.75), (0.75, 1)], [0.5, 0.5])``.
@@ -88,15 +112,7 @@ def uniform_mixture_base(intervals: Sequence[tuple[float, float]], probs: Sequen
         raise ValueError(f"every interval needs lo < hi, got {iv.tolist()}")
     if np.any(pr < 0) or abs(pr.sum() - 1.0) > 1e-6:
         raise ValueError(f"probs must be non-negative and sum to one, got {pr.tolist()}")
-    lo, width, logp = iv[:, 0], iv[:, 1] - iv[:, 0], np.log(np.maximum(pr, 1e-300))
-
-    def base(key: PRNGKeyArray, shape: tuple, dtype: Any = jnp.float32) -> Array:
-        kc, ku = jax.random.split(key)
-        c = jax.random.categorical(kc, jnp.asarray(logp), shape=shape)
-        u = jax.random.uniform(ku, shape, dtype)
-        return (jnp.asarray(lo, dtype)[c] + jnp.asarray(width, dtype)[c] * u).astype(dtype)
-
-    return base
+    return _UniformMixture(tuple(map(tuple, iv.tolist())), tuple(pr.tolist()))
 
 
 def _check_dp_args(alpha: Any, n: Any, num_atoms: Any) -> None:
@@ -155,7 +171,11 @@ def dirichlet_process_urn(
         Blackwell & MacQueen, Ann. Statist. 1973.
     """
     _check_dp_args(alpha, n, num_atoms)
-    alpha = jnp.asarray(alpha, dtype)
+    return _urn_jit(key, jnp.asarray(alpha, dtype), base, n, num_atoms, jnp.dtype(dtype))
+
+
+@partial(jax.jit, static_argnums=(2, 3, 4, 5))
+def _urn_jit(key: PRNGKeyArray, alpha: Array, base: BaseSampler, n: int, num_atoms: int, dtype: Any):
     keys = jax.random.split(key, n)
     atoms = jax.vmap(lambda k: _urn_one(k, base, alpha, num_atoms, dtype))(keys)
     return HierarchicalSample(atoms, jnp.full((n, num_atoms), 1.0 / num_atoms, dtype), True)
@@ -186,8 +206,13 @@ def dirichlet_process_finite(
         Ishwaran & Zarepour, Canad. J. Statist. 2002.
     """
     _check_dp_args(alpha, n, num_atoms)
+    return _finite_jit(key, jnp.asarray(alpha, dtype), base, n, num_atoms, jnp.dtype(dtype))
+
+
+@partial(jax.jit, static_argnums=(2, 3, 4, 5))
+def _finite_jit(key: PRNGKeyArray, alpha: Array, base: BaseSampler, n: int, num_atoms: int, dtype: Any):
     k_w, k_x = jax.random.split(key)
-    conc = jnp.full((num_atoms,), jnp.asarray(alpha, dtype) / num_atoms, dtype)
+    conc = jnp.full((num_atoms,), alpha / num_atoms, dtype)
     weights = jax.random.dirichlet(k_w, conc, (n,), dtype)
     atoms = base(k_x, (n, num_atoms), dtype)
     return HierarchicalSample(atoms, weights, False)
@@ -205,7 +230,7 @@ def dirichlet_process_stick_breaking(
 
     v_k ~ Beta(1, alpha); w_k = v_k prod_{l<k} (1 - v_l) for k < N and
     w_N = prod_{l<N} (1 - v_l), so the weights sum to one; X_k iid P0.
-    (Products are accumulated in log space.)
+    (v_k by inversion, 1 - v_k = U_k^(1/alpha); products accumulated in log space.)
 
     Args:
         key, base, alpha, n, num_atoms, dtype: as in :func:`dirichlet_process_urn`.
@@ -220,11 +245,18 @@ def dirichlet_process_stick_breaking(
         Sethuraman, Statistica Sinica 1994.
     """
     _check_dp_args(alpha, n, num_atoms)
+    return _stick_jit(key, jnp.asarray(alpha, dtype), base, n, num_atoms, jnp.dtype(dtype))
+
+
+@partial(jax.jit, static_argnums=(2, 3, 4, 5))
+def _stick_jit(key: PRNGKeyArray, alpha: Array, base: BaseSampler, n: int, num_atoms: int, dtype: Any):
     k_v, k_x = jax.random.split(key)
-    alpha = jnp.asarray(alpha, dtype)
-    v = jax.random.beta(k_v, jnp.ones((), dtype), alpha, (n, num_atoms), dtype)
+    # v ~ Beta(1, alpha) by inversion: 1 - v = U^(1/alpha), so log(1 - v) = log(U) / alpha exactly
+    u = jax.random.uniform(k_v, (n, num_atoms), dtype, minval=jnp.finfo(dtype).tiny, maxval=1.0)
+    log_one_minus_v = jnp.log(u) / alpha
+    v = -jnp.expm1(log_one_minus_v)
     v = v.at[:, -1].set(1.0)  # the last atom takes the remaining mass
-    log_rest = jnp.cumsum(jnp.log1p(-jnp.minimum(v[:, :-1], 1.0 - jnp.finfo(dtype).eps)), axis=1)
+    log_rest = jnp.cumsum(log_one_minus_v[:, :-1], axis=1)
     log_prefix = jnp.concatenate([jnp.zeros((n, 1), dtype), log_rest], axis=1)
     weights = v * jnp.exp(log_prefix)
     weights = weights / jnp.sum(weights, axis=1, keepdims=True)

@@ -106,10 +106,17 @@ def hipm_features(
         ``[n, M]`` features (units of the atoms). Row sums are the means minus a.
     """
     s = _validate(sample, a, b, "sample")
-    return jax.jit(_features, static_argnums=(2, 3, 4))(s.atoms, s.weights, float(a), float(b), _check_int(num_grid, "num_grid", 1))
+    num_grid = _check_int(num_grid, "num_grid", 1)
+    dtype = s.atoms.dtype
+    return _features_jit(s.atoms, s.weights, jnp.asarray(a, dtype), jnp.asarray(b, dtype), num_grid)
 
 
-def _features(atoms: Array, weights: Array, a: float, b: float, num_grid: int) -> Array:
+@partial(jax.jit, static_argnums=(4,))
+def _features_jit(atoms: Array, weights: Array, a: Array, b: Array, num_grid: int) -> Array:
+    return _features(atoms, weights, a, b, num_grid)
+
+
+def _features(atoms: Array, weights: Array, a: float | Array, b: float | Array, num_grid: int) -> Array:
     n, m = atoms.shape
     h = (b - a) / num_grid
     u = atoms - a  # in [0, b - a]
@@ -293,15 +300,16 @@ def dlip(
             raise ValueError(f"starts must have shape [K, num_grid] = [K, {num_grid}], got {tuple(starts.shape)}")
     a, b = float(a), float(b)
     tol_abs = jnp.asarray(float(tol) * (b - a), dtype)
-    s1 = HierarchicalSample(s1.atoms.astype(dtype), s1.weights.astype(dtype), s1.uniform)
-    s2 = HierarchicalSample(s2.atoms.astype(dtype), s2.weights.astype(dtype), s2.uniform)
-    return _dlip_jit(s1, s2, starts, tol_abs, a, b, num_grid, max_steps)
+    # the uniform flag plays no role here: drop it so both kinds share one compilation
+    s1 = HierarchicalSample(s1.atoms.astype(dtype), s1.weights.astype(dtype), False)
+    s2 = HierarchicalSample(s2.atoms.astype(dtype), s2.weights.astype(dtype), False)
+    return _dlip_jit(s1, s2, starts, tol_abs, jnp.asarray(a, dtype), jnp.asarray(b, dtype), num_grid, max_steps)
 
 
-@partial(jax.jit, static_argnames=("a", "b", "num_grid", "max_steps"))
+@partial(jax.jit, static_argnames=("num_grid", "max_steps"))
 def _dlip_jit(
     s1: HierarchicalSample, s2: HierarchicalSample, starts: Array, tol_abs: Array,
-    a: float, b: float, num_grid: int, max_steps: int,
+    a: Array, b: Array, num_grid: int, max_steps: int,
 ) -> DLipResult:
     dtype = starts.dtype
     f1 = _features(s1.atoms, s1.weights, a, b, num_grid)

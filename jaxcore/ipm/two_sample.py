@@ -19,6 +19,7 @@ References:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Literal, NamedTuple
 
 import jax
@@ -111,6 +112,9 @@ def permutation_test(
         raise ValueError(f"statistic must be 'dlip', 'wow' or 'lower_bound', got {statistic!r}")
     if isinstance(num_permutations, bool) or not isinstance(num_permutations, int) or num_permutations < 1:
         raise ValueError(f"num_permutations must be a positive int, got {num_permutations!r}")
+    if outer not in ("exact", "sinkhorn"):
+        raise ValueError(f"outer must be 'exact' or 'sinkhorn', got {outer!r}")
+    p = _wow._check_p(p)
     if statistic == "dlip":
         if interval is None:
             raise ValueError("statistic='dlip' needs interval=(a, b) containing every atom")
@@ -120,13 +124,24 @@ def permutation_test(
         s1 = hierarchical_sample(sample1, max_dim=1, name="sample1")
         s2 = hierarchical_sample(sample2, max_dim=1, name="sample2")
         s1, s2 = _wow._squeeze(s1), _wow._squeeze(s2)
-    n1, n = s1.n, s1.n + s2.n
     pooled = pool(s1, s2)
+    a, b = (0.0, 1.0) if interval is None else (float(interval[0]), float(interval[1]))
+    return _permutation_core(
+        key, pooled, s1.n, statistic, num_permutations, a, b, int(num_grid), int(num_starts), int(max_steps),
+        float(p), outer,
+    )
+
+
+@partial(jax.jit, static_argnums=tuple(range(2, 12)))
+def _permutation_core(
+    key: PRNGKeyArray, pooled: HierarchicalSample, n1: int, statistic: str, num_permutations: int,
+    a: float, b: float, num_grid: int, num_starts: int, max_steps: int, p: float, outer: str,
+) -> TwoSampleResult:
+    n = pooled.n
     perms = jax.vmap(lambda k: jax.random.permutation(k, n))(jax.random.split(key, num_permutations))
     identity = jnp.arange(n)
 
     if statistic == "dlip":
-        a, b = float(interval[0]), float(interval[1])
         feats = _hipm._features(pooled.atoms, pooled.weights, a, b, num_grid)
         starts = _hipm._default_starts(num_starts, num_grid, None, feats.dtype)
         tol = jnp.asarray(1e-7 * (b - a), feats.dtype)
@@ -136,11 +151,17 @@ def permutation_test(
             return _hipm._dlip_from_features(f[:n1], f[n1:], starts, max_steps, tol)[0]
 
     elif statistic == "wow":
-        cost = _wow._inner_exact(pooled, pooled, float(p))
+        cost = _wow._inner_exact(pooled, pooled, p)
 
         def stat(perm: Array) -> Array:
             c = cost[perm[:n1]][:, perm[n1:]]
-            return jnp.maximum(_wow.outer_ot_cost(c, outer=outer), 0.0) ** (1.0 / float(p))
+            if outer == "exact":
+                total = _wow._exact_outer(c)
+            else:
+                m1, m2 = c.shape
+                total = _wow._entropic_cost(c, jnp.full((m1,), 1.0 / m1, c.dtype), jnp.full((m2,), 1.0 / m2, c.dtype),
+                                            1e-2, 2000)
+            return jnp.maximum(total, 0.0) ** (1.0 / p)
 
     else:
         means = pooled.means()
