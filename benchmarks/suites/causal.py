@@ -578,7 +578,7 @@ def _methods_on(key, x, truth, rng, quick, xt, dibs=False):
 
         exact = DAGSamples(parents_to_adjacency(jnp.asarray(dags.parents, jnp.int32)), jnp.exp(post.log_prob))
         row.update(e_shd=float(M.expected_shd(exact, truth)), e_cpdag_shd=float(M.expected_cpdag_shd(exact, truth)),
-                   edge_f1=float(M.expected_edge_f1(exact, truth)["f1"]))
+                   edge_f1=float(M.expected_edge_f1(exact, truth)["f1"]), pred_nll=float(M.predictive_nll(exact, x, xt)))
     results["exact posterior"] = row
     results["MAP DAG"] = {"e_shd": float(shd(map_adj, truth)), "e_cpdag_shd": float(cpdag_shd(map_adj, truth))}
     for method, s in _approximations(key, table, x, post, rng, quick, dibs).items():

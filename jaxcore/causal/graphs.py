@@ -173,8 +173,8 @@ def check_dag(adjacency, name: str = "adjacency") -> np.ndarray:
 def topological_order(adjacency: Int[Array, "d d"]) -> Int[Array, " d"]:
     """A topological order of a DAG (parents before children; ties by node index).
 
-    Node ``j``'s rank is the number of its ancestors' ... computed by ``d`` rounds
-    of source removal; nodes removed in earlier rounds come first.
+    Kahn's algorithm in ``d`` vectorised rounds: each round removes every node whose
+    parents have all been removed; nodes removed in earlier rounds come first.
 
     Args:
         adjacency: ``[d, d]`` 0/1 DAG (use :func:`is_dag` to check; a cyclic
@@ -289,8 +289,8 @@ def cpdag_shd(adjacency_a: Int[Array, "... d d"], adjacency_b: Int[Array, "... d
 def num_linear_extensions(parents: Int[Array, "... d"]) -> jax.Array:
     """Number of topological orders (linear extensions) of each DAG.
 
-    Dynamic programming over subsets: ``L(S) = sum_{j in S, pa(j) ⊆ S \\ j ... }``
-    with ``L(∅) = 1`` and ``L(S ∪ {j}) += L(S)`` when ``pa(j) ⊆ S``.
+    Dynamic programming over the sets ``S`` that can come first (down-sets):
+    ``L(∅) = 1``, ``L(S) = sum_{j in S, pa(j) ⊆ S \\ {j}} L(S \\ {j})``; the count is ``L(V)``.
 
     Args:
         parents: ``[..., d]`` integer bitmasks of DAGs, ``d <= 20``.
