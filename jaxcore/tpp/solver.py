@@ -74,6 +74,10 @@ class JumpDiffusion(eqx.Module):
         """Diagonal ``g(t, eta)``, ``[K]`` per sqrt(unit time). Zero unless overridden."""
         return jnp.zeros_like(eta)
 
+    def drift_and_diffusion(self, t: Float[Array, ""], eta: Float[Array, " K"]) -> tuple[Array, Array]:
+        """``(f(t, eta), g(t, eta))``; override to share work between the two (one fused evaluation)."""
+        return self.drift(t, eta), self.diffusion(t, eta)
+
     def jump(self, t: Float[Array, ""], eta: Float[Array, " K"]) -> Float[Array, "K K"]:
         """``h(t, eta)``, ``[K, K]``; column ``k`` is added at an event of type ``k``."""
         raise NotImplementedError
@@ -117,9 +121,11 @@ def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True):
     def step(carry, zi):
         eta, lam, t = carry
         lam = lam + jnp.sum(jnp.exp(eta)) * h
-        eta_new = eta + dyn.drift(t, eta) * h
         if zi is not None:
-            eta_new = eta_new + dyn.diffusion(t, eta) * sqrt_h * zi
+            f, g = dyn.drift_and_diffusion(t, eta)
+            eta_new = eta + f * h + g * sqrt_h * zi
+        else:
+            eta_new = eta + dyn.drift(t, eta) * h
         return (eta_new, lam, t + h), None
 
     xs = z if z is not None else None
