@@ -2,8 +2,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcore.causal.enumerate import enumerate_dags
-from jaxcore.causal.graphs import parents_to_adjacency
 from jaxcore.causal.metrics import (
     edge_auprc,
     edge_auroc,
@@ -18,7 +16,7 @@ from jaxcore.causal.metrics import (
     predictive_nll,
     total_variation,
 )
-from jaxcore.causal.samples import dag_distribution, make_samples
+from jaxcore.causal.samples import make_samples
 from jaxcore.causal.scores import bge_local_scores
 
 CHAIN = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
@@ -88,14 +86,6 @@ def test_distribution_distances_hand():
     assert np.isinf(float(kl_divergence(q, p)))
     np.testing.assert_allclose(float(hellinger(p, q)), np.sqrt(1 - np.sqrt(0.5)), rtol=1e-6)
     np.testing.assert_allclose(float(hellinger(p, p)), 0.0, atol=1e-4)
-
-
-def test_dag_distribution_counts():
-    dags = enumerate_dags(3)
-    adj = np.asarray(parents_to_adjacency(dags.parents[[3, 3, 7, 24]]))
-    q = np.asarray(dag_distribution(make_samples(adj), dags))
-    np.testing.assert_allclose(q[[3, 7, 24]], [0.5, 0.25, 0.25])
-    np.testing.assert_allclose(q.sum(), 1.0)
 
 
 def test_predictive_and_interventional_nll(x64):
