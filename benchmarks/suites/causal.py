@@ -20,7 +20,6 @@ semi-synthetic data from pgmpy's linear-Gaussian and discrete networks.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 

@@ -11,7 +11,6 @@ that ``jit`` compiles once per ``d``.
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
