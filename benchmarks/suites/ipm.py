@@ -324,7 +324,7 @@ register(QualityBenchmark(
     family=FAMILY,
     run=_run_rates,
     params={"ns": [16, 32, 64, 128, 256], "m": 500, "reps": 3, "num_grid": 100, "num_starts": 3, "max_steps": 300},
-    quick_params={"ns": [16, 32], "m": 200, "reps": 2, "num_grid": 50, "num_starts": 5, "max_steps": 1000},
+    quick_params={"ns": [32], "m": 200, "reps": 1, "num_grid": 50, "num_starts": 5, "max_steps": 1000},
     description="WoW_1, d_lip and the lower bound versus n for the 'same law' and 'splitting' DP pairs",
 ))
 
@@ -515,7 +515,7 @@ register(QualityBenchmark(
     run=_run_timing,
     params={"n": 128, "m": 1000, "M": 250, "ns": [16, 32, 64, 128, 256], "ms": [100, 500, 1000, 2500],
             "Ms": [32, 64, 128, 256, 512]},
-    quick_params={"n": 32, "m": 200, "M": 50, "ns": [16, 32], "ms": [200], "Ms": [50]},
+    quick_params={"n": 32, "m": 200, "M": 50, "ns": [32], "ms": [200], "Ms": [50]},
     description="time of d_lip and WoW_1 versus n, m and M with fitted exponents (paper Section 6)",
 ))
 
@@ -574,7 +574,7 @@ register(QualityBenchmark(
     run=_run_power,
     params={"ns": [8, 16, 32], "reps": 10, "num_permutations": 49, "m": 100, "level": 0.1, "num_grid": 50,
             "max_steps": 100, "statistics": ["dlip", "wow", "lower_bound"]},
-    quick_params={"ns": [16], "reps": 2, "num_permutations": 9, "statistics": ["dlip", "lower_bound"]},
+    quick_params={"ns": [16], "reps": 2, "num_permutations": 9, "statistics": ["dlip"]},
     description="power of the permutation two-sample test (HIPM, WoW, lower bound) versus n",
 ))
 
