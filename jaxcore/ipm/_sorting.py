@@ -51,11 +51,17 @@ def _device_argsort(x: Array) -> Array:
     return jnp.argsort(x, axis=-1, stable=True).astype(jnp.int32)
 
 
+# Below this many elements the callback's fixed cost (tens of microseconds)
+# outweighs XLA's slower sort: measured on d_lip's inner loop, 38 ms (device)
+# against 168 ms (host) at n = 32, and 0.69 s against 0.32 s at n = 256.
+_HOST_MIN_SIZE = 4096
+
+
 def _host_ok(x: Array) -> bool:
     # 64-bit values stay on device: pure_callback re-canonicalises results with
     # the runtime thread's dtype settings, which turns float64 into float32 when
     # x64 was enabled by the thread-local ``jax.enable_x64`` context.
-    return np.dtype(x.dtype).itemsize <= 4
+    return np.dtype(x.dtype).itemsize <= 4 and x.size >= _HOST_MIN_SIZE
 
 
 @_last_axis_vmap
