@@ -40,9 +40,9 @@ def _mlp(key):
 def test_hvp_and_power_iteration_match_dense_hessian_on_mlp(x64, key):
     p, b = _mlp(key)
     flat, unravel = ravel_pytree(p)
-    h = np.asarray(jax.hessian(lambda v: _mlp_loss(unravel(v), b))(flat))
+    h = np.asarray(jax.jit(jax.hessian(lambda v: _mlp_loss(unravel(v), b)))(flat))
     v = jax.random.normal(jax.random.key(3), flat.shape, jnp.float64)
-    hv = ravel_pytree(hessian_vector_product(_mlp_loss, p, b, unravel(v)))[0]
+    hv = ravel_pytree(jax.jit(lambda v: hessian_vector_product(_mlp_loss, p, b, v))(unravel(v)))[0]
     np.testing.assert_allclose(hv, h @ np.asarray(v), rtol=1e-10, atol=1e-12)
     evals = np.linalg.eigvalsh(h)
     top = evals[np.argmax(np.abs(evals))]
