@@ -539,7 +539,7 @@ def _run_study(ctx):
 
 register(QualityBenchmark(
     name="causal.study", family=FAMILY, run=_run_study,
-    params={"ds": [4, 5], "settings": ["equal", "unequal", "laplace"], "ns": [10, 30, 100, 1000], "seeds": 2,
+    params={"ds": [4, 5], "settings": ["equal", "unequal", "laplace"], "ns": [10, 100, 1000], "seeds": 2,
             "edge_p": 0.5, "n_test": 200, "dibs": False},
     quick_params={"ds": [4], "settings": ["equal"], "ns": [10, 100], "seeds": 1},
     description="Karimi Mamaghan et al. (ICML 2024) study: metrics vs distance to the exact posterior, with entropy",
