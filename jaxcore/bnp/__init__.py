@@ -23,6 +23,7 @@ from .distributions import (
     RelaxedBernoulli,
     StickBreakingBetaProcess,
     bernoulli_process_logits,
+    gamma_rsample,
     ibp_sample,
     stick_breaking_log_weights,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "backward_transfer",
     "bernoulli_process_logits",
     "fit",
+    "gamma_rsample",
     "ibp_sample",
     "kl_beta",
     "kl_normal",
