@@ -640,8 +640,7 @@ register(QualityBenchmark(
                 methods=["SGD", "SAM", "ASAM", "GSAM", "SAM-OBF"],
                 noise=[0.0, 0.2], seeds=3, epochs=10, batch=64, lr=0.05, sharpness_examples=256, eig_iters=20,
                 n_train=60000),
-    quick_params=dict(models=["MLP"], methods=["SGD", "SAM", "SAM-OBF"], noise=[0.0, 0.2], seeds=2, epochs=5,
-                      eig_iters=10),
+    quick_params=dict(models=["MLP"], methods=["SGD", "SAM-OBF"], noise=[0.2], seeds=2, epochs=3, eig_iters=10),
     description="MLP and small CNN on real digits (MNIST in the full config) with SGD, SAM, ASAM, GSAM and OBF "
                 "combinations, clean and 20% label noise: test accuracy ± std over seeds and final sharpness",
 ))
