@@ -622,8 +622,8 @@ register(QualityBenchmark(
 
 register(QualityBenchmark(
     name="tpp.real", family=FAMILY, run=run_real,
-    params={**_COMMON, "datasets": "coal,neuro,tweets,grasshopper", "njdtpp_steps": 60, "substeps": 3,
-            "max_train_sequences": 160},
+    params={**_COMMON, "datasets": "coal,grasshopper,neuro,tweets", "njdtpp_steps": 40, "substeps": 3,
+            "max_train_sequences": 64, "mle_steps": 40, "eval_samples": 1},
     quick_params={"datasets": "coal", "njdtpp_steps": 3, "mle_steps": 10, "substeps": 2,
                   "eval_samples": 1, "width": 8},
     description="classical TPPs and NJDTPP on coal-mining, neuron, tweet and grasshopper event data",
