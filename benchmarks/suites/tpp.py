@@ -613,8 +613,8 @@ _COMMON = {"mle_steps": 60, "width": 32, "batch_size": 16, "eval_samples": 2, "h
 
 register(QualityBenchmark(
     name="tpp.synthetic", family=FAMILY, run=run_synthetic,
-    params={**_COMMON, "sets": "poisson,hawkes,self-correcting", "train": 48, "valid": 8, "test": 16, "T": 50.0,
-            "max_events": 300, "njdtpp_steps": 120, "substeps": 4},
+    params={**_COMMON, "sets": "poisson,hawkes,self-correcting", "train": 32, "valid": 8, "test": 16, "T": 50.0,
+            "max_events": 300, "njdtpp_steps": 60, "substeps": 4, "mle_steps": 40, "eval_samples": 1},
     quick_params={"sets": "hawkes", "train": 8, "valid": 4, "test": 4, "T": 20.0, "max_events": 150, "njdtpp_steps": 4,
                   "mle_steps": 15, "substeps": 2, "eval_samples": 1, "width": 8},
     description="Poisson / Hawkes / self-correcting / NJDTPP on the paper's synthetic sets (+ intensity figure)",
