@@ -259,18 +259,18 @@ def _evaluate(predict, data, masks_all, params, num_tasks, heads):
 
 
 def _bayes_run(model, data, keys, config, num_tasks, heads, method):
-    x_train, y_train, n_train = data[:3]
+    # the data are arguments of the compiled functions (never closed-over constants)
 
-    def train(params, prior, key, t):
+    def train(params, prior, key, t, x_train, y_train, n_train):
         return fit(
             model, params, prior, key, x_train[t], y_train[t], n_train[t], _head_of(t, heads),
             num_steps=config.num_steps, batch_size=config.batch_size, num_samples=config.num_samples,
             learning_rate=config.learning_rate, kl_weight=config.kl_weight,
         )[0]
 
-    train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0, None)))
+    train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0, None, None, None, None)))
     evaluate = jax.jit(jax.vmap(
-        lambda p, m: _evaluate(model.predict_logits, data, m, p, num_tasks, heads), in_axes=(0, 0)))
+        lambda p, m, d: _evaluate(model.predict_logits, d, m, p, num_tasks, heads), in_axes=(0, 0, None)))
     hard = jax.jit(jax.vmap(model.hard_masks))
 
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
@@ -281,10 +281,10 @@ def _bayes_run(model, data, keys, config, num_tasks, heads, method):
     rows = []
     for t in range(num_tasks):
         tk = jax.vmap(lambda k: jax.random.fold_in(k, t + 1))(keys)
-        params = train(params, prior, tk, t)
+        params = train(params, prior, tk, t, *data[:3])
         prior = jax.vmap(model.posterior_to_prior, in_axes=(0, 0, None))(prior, params, min(t, heads - 1))
         stored = stored.at[:, t].set(hard(params))
-        rows.append(evaluate(params, stored))
+        rows.append(evaluate(params, stored, data))
     return _finish(rows, stored, num_tasks, len(model.mask_shape()) - 1)
 
 
@@ -300,7 +300,6 @@ def _finish(rows, stored, num_tasks, layer_ndim):
 
 
 def _det_run(model, data, keys, config, num_tasks, heads, method):
-    x_train, y_train, n_train = data[:3]
     optimizer = optax.adam(config.learning_rate)
     ewc = method == "ewc"
 
@@ -308,7 +307,7 @@ def _det_run(model, data, keys, config, num_tasks, heads, method):
         logp = jax.nn.log_softmax(_det_forward(model, w, x, head))
         return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=-1))
 
-    def train(w, anchor, fisher, key, t):
+    def train(w, anchor, fisher, key, t, x_train, y_train, n_train):
         head = _head_of(t, heads)
 
         def loss(w, x, y):
@@ -339,11 +338,10 @@ def _det_run(model, data, keys, config, num_tasks, heads, method):
             anchor = w
         return w, anchor, fisher
 
-    train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0, 0, None)))
-    ones = jnp.ones(model.mask_shape(), bool)
-    evaluate = jax.jit(jax.vmap(lambda w: _evaluate(
-        lambda p, m, x, h: _det_forward(model, p, x, h), data, jnp.broadcast_to(ones, (num_tasks,) + ones.shape),
-        w, num_tasks, heads)))
+    train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0, 0, None, None, None, None)))
+    evaluate = jax.jit(jax.vmap(lambda w, d: _evaluate(
+        lambda p, m, x, h: _det_forward(model, p, x, h), d,
+        jnp.ones((num_tasks,) + tuple(model.mask_shape()), bool), w, num_tasks, heads), in_axes=(0, None)))
 
     def init(k):
         p = model.init(jax.random.fold_in(k, 0))
@@ -355,7 +353,7 @@ def _det_run(model, data, keys, config, num_tasks, heads, method):
     rows = []
     for t in range(num_tasks):
         tk = jax.vmap(lambda k: jax.random.fold_in(k, t + 1))(keys)
-        w, anchor, fisher = train(w, anchor, fisher, tk, t)
-        rows.append(evaluate(w))
+        w, anchor, fisher = train(w, anchor, fisher, tk, t, *data[:3])
+        rows.append(evaluate(w, data))
     stored = jnp.ones((keys.shape[0], num_tasks) + model.mask_shape(), bool)
     return _finish(rows, stored, num_tasks, len(model.mask_shape()) - 1)
