@@ -101,6 +101,13 @@ def _check_rho(rho: Any, name: str = "rho") -> None:
         raise ValueError(f"{name} must be >= 0 (perturbation radius), got {rho!r}")
 
 
+def _as_float(value: Any, name: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {value!r}") from None
+
+
 def rho_at(rho: float | Schedule, count: Any) -> jax.Array:
     """The perturbation radius at step ``count``: ``rho`` or ``rho(count)`` for a schedule."""
     return jnp.asarray(rho(count) if callable(rho) else rho)
@@ -335,7 +342,7 @@ class ASAM(Perturbation):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not float(self.eta) >= 0.0:
+        if not _as_float(self.eta, "eta") >= 0.0:
             raise ValueError(f"eta must be >= 0, got {self.eta!r}")
 
     def perturb(self, grads, params, key, rho):
@@ -361,7 +368,7 @@ class GSAM(Perturbation):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not float(self.alpha) >= 0.0:
+        if not _as_float(self.alpha, "alpha") >= 0.0:
             raise ValueError(f"alpha must be >= 0, got {self.alpha!r}")
 
     def perturb(self, grads, params, key, rho):
@@ -557,9 +564,9 @@ class OBF:
     labels_key: str = "label"
 
     def __post_init__(self) -> None:
-        if not 0.0 <= float(self.gamma) <= 1.0:
+        if not 0.0 <= _as_float(self.gamma, "gamma") <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {self.gamma!r}")
-        if self.lam is not None and not 0.0 <= float(self.lam) < 1.0:
+        if self.lam is not None and not 0.0 <= _as_float(self.lam, "lam") < 1.0:
             raise ValueError(f"lam must be in [0, 1) or None (1/classes), got {self.lam!r}")
 
     def cotangent(self, logits: Array, labels: Array) -> Array:

@@ -150,6 +150,8 @@ def m_sharpness(
     if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
         raise ValueError(f"num_steps: expected an int >= 1, got {num_steps!r}")
     leaves = jax.tree.leaves(batch)
+    if not leaves or any(jnp.ndim(x) == 0 for x in leaves):
+        raise ValueError(f"batch: expected a pytree of arrays with a leading batch axis, got {batch!r:.80}")
     b = jnp.shape(leaves[0])[0]
     if isinstance(m, bool) or not isinstance(m, int) or m <= 0 or b % m:
         raise ValueError(f"m: expected a positive divisor of the batch size {b}, got {m!r}")

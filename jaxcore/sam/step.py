@@ -206,8 +206,9 @@ def step(
 
     Raises:
         ValueError: ``micro_batch_size`` not a positive divisor of the batch
-            size; OBF without labels in the batch or without ``aux["logits"]``.
-        TypeError: ``perturbation`` or ``perturbation_loss`` of a wrong type;
+            size; OBF without labels in the batch or without ``aux["logits"]``;
+            OBF with ``perturbation=None``.
+        TypeError: ``optimizer``, ``perturbation`` or ``perturbation_loss`` of a wrong type;
             ``RandomDirection`` without ``key``.
 
     References:
@@ -220,6 +221,11 @@ def step(
         raise TypeError(f"perturbation: expected a Perturbation (SAM, ASAM, GSAM, RandomDirection) or None, got {type(perturbation).__name__}")
     if perturbation_loss is not None and not isinstance(perturbation_loss, OBF):
         raise TypeError(f"perturbation_loss: expected None or OBF, got {type(perturbation_loss).__name__}")
+    if perturbation is None and perturbation_loss is not None:
+        raise ValueError("perturbation_loss: OBF sets the loss of a perturbation, but perturbation=None (plain base "
+                         "optimizer); pass a perturbation such as SAM(rho) or drop perturbation_loss")
+    if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
+        raise TypeError(f"optimizer: expected an optax GradientTransformation, got {type(optimizer).__name__}")
     b = _batch_size(batch)
     if micro_batch_size is None:
         m = b
@@ -308,7 +314,11 @@ def step(
     else:
         d = jax.tree.map(lambda x: jnp.mean(x.astype(jnp.promote_types(x.dtype, jnp.float32)), axis=0).astype(x.dtype), ds)
     loss, loss_p = jnp.mean(losses), jnp.mean(losses_p)
-    ascent_norm = jnp.mean(jax.vmap(global_norm)(hs))
+    if k == 1:
+        # Same expression as inside the perturbation's normalisation, so XLA shares it (no extra pass over h).
+        ascent_norm = global_norm(jax.tree.map(lambda x: x[0], hs))
+    else:
+        ascent_norm = jnp.mean(jax.vmap(global_norm)(hs))
     if axis_name is not None:
         if not sync_perturbation:
             d = jax.lax.pmean(d, axis_name)

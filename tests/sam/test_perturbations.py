@@ -161,6 +161,10 @@ def test_bad_arguments_raise():
         ASAM(rho=0.1, eta=-1.0)
     with pytest.raises(ValueError, match="alpha"):
         GSAM(rho=0.1, alpha=-0.5)
+    with pytest.raises(TypeError, match="eta"):
+        ASAM(rho=0.1, eta="small")
+    with pytest.raises(TypeError, match="gamma"):
+        OBF(gamma=None)
     with pytest.raises(TypeError, match="rho"):
         RandomDirection(rho="big")
     with pytest.raises(ValueError, match="gamma"):

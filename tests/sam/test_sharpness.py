@@ -37,6 +37,7 @@ def _mlp(key):
     return p, b
 
 
+@pytest.mark.slow  # CPU budget of the default run; still run by .ci/run (pytest -m slow)
 def test_hvp_and_power_iteration_match_dense_hessian_on_mlp(x64, key):
     p, b = _mlp(key)
     flat, unravel = ravel_pytree(p)

@@ -154,6 +154,7 @@ def test_zero_gradient_no_nan():
         assert float(info.ascent_norm) == 0.0
 
 
+@pytest.mark.slow  # CPU budget of the default run; still run by .ci/run (pytest -m slow)
 def test_bf16_params():
     p32 = _mlp_params(jax.random.key(0), jnp.float32)
     p16 = jax.tree.map(lambda x: x.astype(jnp.bfloat16), p32)
@@ -216,6 +217,10 @@ def test_errors_bad_m_missing_labels_missing_logits_missing_key():
         step(loss_fn, params, st, batch, optimizer=optax.sgd(0.1), perturbation="sam")
     with pytest.raises(ValueError, match="rho"):
         SAM(-1.0)
+    with pytest.raises(ValueError, match="perturbation_loss"):
+        step(loss_fn, params, st, batch, optimizer=optax.sgd(0.1), perturbation=None, perturbation_loss=OBF())
+    with pytest.raises(TypeError, match="optimizer"):
+        step(loss_fn, params, st, batch, optimizer="sgd", perturbation=SAM(0.1))
 
 
 # ---------------------------------------------------------------------------
@@ -273,6 +278,7 @@ def test_equinox_batchnorm_state_comes_from_clean_pass():
         np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.slow  # CPU budget of the default run; still run by .ci/run (pytest -m slow)
 def test_flax_linen_batchnorm():
     import flax.linen as nn
 
