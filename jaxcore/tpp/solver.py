@@ -129,7 +129,8 @@ def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True):
         return (eta_new, lam, t + h), None
 
     xs = z if z is not None else None
-    (eta, lam, _), _ = jax.lax.scan(step, (eta, jnp.zeros((), eta.dtype), t0), xs, length=n, unroll=unroll)
+    (eta, lam, _), _ = jax.lax.scan(step, (eta, jnp.zeros((), eta.dtype), t0), xs, length=n,
+                                    unroll=unroll and n <= 16)
     return eta, lam
 
 

@@ -45,14 +45,14 @@ def test_poisson_prediction_is_mean_gap_and_rate_share(x64):
 def test_hawkes_prediction_matches_quadrature(x64):
     model = Hawkes(0.3, 0.9, 1.5)
     b = EventBatch.from_sequences([[1.0, 1.2]], T=2.0)
-    p = predict_next(model.jump_diffusion(), b, horizon=60.0, num_grid=6000, num_substeps=200)
+    p = predict_next(model.jump_diffusion(), b, horizon=40.0, num_grid=2000, num_substeps=100)
     # after the second event: lambda(s) = mu + a e^{-b (s - 1)} + a e^{-b (s - 1.2)}
     s = np.linspace(1.2, 61.2, 600001)
     lam = 0.3 + 0.9 * np.exp(-1.5 * (s - 1.0)) + 0.9 * np.exp(-1.5 * (s - 1.2))
     Lam = np.concatenate([[0], np.cumsum((lam[1:] + lam[:-1]) / 2 * np.diff(s))])
     dens = lam * np.exp(-Lam)
     mean = np.sum(((s * dens)[1:] + (s * dens)[:-1]) / 2 * np.diff(s))
-    assert float(p.time[0, 1]) == pytest.approx(mean, rel=2e-3)
+    assert float(p.time[0, 1]) == pytest.approx(mean, rel=5e-3)
 
 
 def test_time_rescaling_ks_separates_true_and_wrong_models():
