@@ -354,6 +354,11 @@ class ASAM(Perturbation):
 class GSAM(Perturbation):
     """Surrogate-gap guided SAM: SAM's perturbation, update ``g_p - alpha g_perp``.
 
+    With :class:`OBF` as the perturbation loss (GSAM-OBF), ``g_perp`` is
+    taken from the OBF ascent gradient, the gradient that built the
+    perturbation, as in the authors' code (Vani et al. 2024); with the
+    default loss it is the clean training gradient of Zhuang et al.
+
     Attributes:
         rho: radius or schedule; GSAM makes it follow the learning rate, see
             :func:`lr_proportional_rho`.
