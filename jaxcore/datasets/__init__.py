@@ -40,6 +40,7 @@ from .continual import TaskSequence, permuted_mnist, split_digits, split_mnist, 
 from .digits import load_digits
 from .events import (
     EVENT_DATASETS,
+    TWEET_SOURCES,
     event_splits,
     load_coal_mining,
     load_grasshopper,
@@ -60,6 +61,7 @@ __all__ = [
     "PGMPY_GAUSSIAN_NETWORKS",
     "SACHS_CONDITION_SIZES",
     "SACHS_PROTEINS",
+    "TWEET_SOURCES",
     "DataUnavailableError",
     "TaskSequence",
     "cache_dir",
