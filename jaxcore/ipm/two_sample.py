@@ -103,7 +103,9 @@ def permutation_test(
 
     Raises:
         ValueError: unknown statistic, missing interval for "dlip",
-            num_permutations < 1, or invalid samples.
+            num_permutations < 1, num_grid < 1, num_starts < 1, max_steps < 0,
+            or invalid samples.
+        TypeError: num_grid, num_starts or max_steps not a Python int.
 
     References:
         Catalano & Lavenant, ICML 2024, Section 6.
@@ -115,6 +117,9 @@ def permutation_test(
     if outer not in ("exact", "sinkhorn"):
         raise ValueError(f"outer must be 'exact' or 'sinkhorn', got {outer!r}")
     p = _wow._check_p(p)
+    num_grid = _hipm._check_int(num_grid, "num_grid", 1)
+    num_starts = _hipm._check_int(num_starts, "num_starts", 1)
+    max_steps = _hipm._check_int(max_steps, "max_steps", 0)
     if statistic == "dlip":
         if interval is None:
             raise ValueError("statistic='dlip' needs interval=(a, b) containing every atom")

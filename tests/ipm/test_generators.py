@@ -56,7 +56,7 @@ def test_stick_breaking_expected_weights():
 
 
 def test_dp_bounds_hold_for_coupled_approximations():
-    """Coupled errors E W1(P, P_N) stay below the analytic bounds (urn and stick-breaking).
+    """Coupled errors E W1(P, P_N) stay below the analytic bounds (urn, stick-breaking, finite Dirichlet).
 
     The mean over n draws is compared with the bound plus three standard errors.
     """
@@ -82,6 +82,14 @@ def test_dp_bounds_hold_for_coupled_approximations():
     bound_urn = dp_approximation_bounds(alpha, N)["urn"]
     assert err_urn.mean() <= bound_urn + 3 * err_urn.std() / np.sqrt(n)
     assert err_urn.mean() > 0.3 * bound_urn  # the bound is of the right order
+    # finite Dirichlet = DP(alpha, H_N), H_N the empirical measure of N iid U[0, 1] atoms: same sticks, atoms
+    # moved by the monotone (optimal) coupling of U[0, 1] and H_N, theta' = H_N^{-1}(theta)
+    hx = jnp.sort(jax.random.uniform(jax.random.fold_in(key_draw, 1), (n, N)), axis=1)
+    k = jnp.clip(jnp.ceil(x * N).astype(jnp.int32) - 1, 0, N - 1)
+    err_fd = np.asarray(w1(x, jnp.take_along_axis(hx, k, axis=1), w, w))
+    bound_fd = dp_approximation_bounds(alpha, N)["finite"]
+    assert err_fd.mean() <= bound_fd + 3 * err_fd.std() / np.sqrt(n)
+    assert err_fd.mean() > 0.3 * bound_fd
 
 
 def test_bounds_formulae():
@@ -89,6 +97,10 @@ def test_bounds_formulae():
     np.testing.assert_allclose(b["finite"], np.pi / 8 / np.sqrt([1, 4, 100]))
     np.testing.assert_allclose(b["urn"], np.sqrt(0.5) * np.pi / 8 / np.sqrt([1, 4, 100]))
     np.testing.assert_allclose(b["stick_breaking"], 0.5 ** np.array([1, 4, 100]) / 3)
+    with pytest.raises(ValueError, match="alpha"):
+        dp_approximation_bounds(0.0, 3)
+    with pytest.raises(ValueError, match="num_atoms"):
+        dp_approximation_bounds(1.0, [3, 0])
 
 
 def test_uniform_mixture_base_support_and_weights():

@@ -181,5 +181,8 @@ def test_validation_errors():
     with pytest.raises(ValueError, match="starts must have shape"):
         dlip(x, x, 0.0, 1.0, num_grid=5, starts=np.ones((2, 4)))
     with pytest.raises(ValueError, match="weights must have shape"):
-        dlip(hierarchical_sample(x, None), (x, np.ones((3, 5)))[0][:, :2].repeat(2, 1).reshape(3, 4)[None][0] * 0
-             + 0.5, 0.0, 1.0) if False else hierarchical_sample(x, np.ones((3, 5)))
+        hierarchical_sample(x, np.ones((3, 5)))
+    with pytest.raises(ValueError, match="max_steps must be >= 0"):
+        dlip(x, x, 0.0, 1.0, max_steps=-1)
+    with pytest.raises(TypeError, match="a and b must be Python numbers"):
+        dlip(x, x, "zero", 1.0)

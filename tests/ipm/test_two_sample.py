@@ -55,3 +55,7 @@ def test_validation_errors():
         permutation_test(jax.random.key(0), x, x, statistic="dlip")
     with pytest.raises(ValueError, match="num_permutations"):
         permutation_test(jax.random.key(0), x, x, statistic="wow", num_permutations=0)
+    with pytest.raises(TypeError, match="num_grid must be a Python int"):
+        permutation_test(jax.random.key(0), x, x, statistic="dlip", interval=(0.0, 1.0), num_grid=2.5)
+    with pytest.raises(ValueError, match="num_starts must be >= 1"):
+        permutation_test(jax.random.key(0), x, x, statistic="dlip", interval=(0.0, 1.0), num_starts=0)
