@@ -24,6 +24,18 @@ Priors (task 1) and mean-field posteriors:
 
 After a task the prior becomes the posterior (:mod:`jaxcore.bnp.continual`).
 
+The mask KL ``E_q(nu)[KL(q(Z | nu) || p(Z | nu))]`` is estimated, as in the
+paper's relaxed ELBO and its official code, with one Concrete draw per sample and
+the *same* sampled ``logit(pi_k)`` in ``q`` and ``p``. When ``temperature ==
+prior_temperature`` (the default) this estimate does not depend on ``pi``: both
+logit-space laws are translated by ``logit(pi_k) / tau``, and a KL is invariant
+under a common bijection. It equals the KL between ``LogitRelaxedBernoulli(tau,
+gamma)`` and ``LogitRelaxedBernoulli(tau, gamma0)``, so depth is then driven by the
+data term (through the masks) and the Beta KL only. This is a property of the
+relaxation, not a coding error: with ``temperature != prior_temperature`` the
+estimate depends on ``pi``, as the exact Bernoulli KL would
+(``tests/bnp/test_kl.py::test_mask_kl_depends_on_shared_pi_only_when_temperatures_differ``).
+
 Inference: an **optax** Adam loop inside ``lax.scan`` (:func:`fit`) over an ELBO
 built from the numpyro-compatible pieces of this family: closed-form Gaussian and
 Beta KLs (:mod:`jaxcore.bnp.kl`), the logit-space relaxed-Bernoulli density of

@@ -68,3 +68,21 @@ def test_kl_invalid_arguments():
         kl_relaxed_bernoulli_mc(jax.random.key(0), 0.0, 0.0, 0.1, -1.0)
     with pytest.raises(ValueError, match="num_samples"):
         kl_relaxed_bernoulli_mc(jax.random.key(0), 0.0, 0.0, 0.1, num_samples=0)
+
+
+def test_mask_kl_depends_on_shared_pi_only_when_temperatures_differ(x64):
+    """The model's mask KL uses the same sampled logit(pi) in q and p (as the official code does): with
+    tau_q == tau_p it is invariant to that common shift (a translation of logit space applied to both laws),
+    with tau_q != tau_p it is not; the exact Bernoulli KL would depend on pi in both cases."""
+    from jaxcore.bnp.kl import _kl_relaxed_from_noise
+
+    eps = jax.random.logistic(jax.random.key(0), (64,), jnp.float64)
+    gamma_q, gamma_p = 1.3, -0.4
+    def kl(logit_pi, tq, tp):
+        return np.asarray(_kl_relaxed_from_noise(eps, logit_pi + gamma_q, logit_pi + gamma_p, tq, tp))
+    np.testing.assert_allclose(kl(-3.0, 0.2, 0.2), kl(2.0, 0.2, 0.2), rtol=1e-12, atol=1e-12)
+    assert np.max(np.abs(kl(-3.0, 0.2, 0.5) - kl(2.0, 0.2, 0.5))) > 1e-2
+    def bern(l):  # closed-form KL(Bern(sigmoid(l + gamma_q)) || Bern(sigmoid(l + gamma_p)))
+        q, p = jax.nn.sigmoid(l + gamma_q), jax.nn.sigmoid(l + gamma_p)
+        return float(q * jnp.log(q / p) + (1 - q) * jnp.log((1 - q) / (1 - p)))
+    assert abs(bern(-3.0) - bern(2.0)) > 1e-2
