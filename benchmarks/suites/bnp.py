@@ -207,7 +207,8 @@ def _svi_check(kernel_out, base_out, case):
         np.testing.assert_allclose(u, v, rtol=0, atol=2.01 * lr, err_msg="updated parameters")
 
 
-_SVI_NOTE = "torch is given pre-drawn noise (its RNG is not timed); JAX draws its noise inside the step"
+_SVI_NOTE = ("torch is given pre-drawn noise (its RNG is not timed); JAX draws its noise inside the step; "
+             "neither is pinned: torch runs with its default intra-op threads, JAX with its default CPU threads")
 
 register(SpeedBenchmark(
     name="bnp.svi_step", family=FAMILY, kernel=svi_step, setup=_svi_setup,
