@@ -66,12 +66,13 @@ def psnr_table(denoiser, *, seed: int = 0, size: int = 256) -> dict:
     den = eqx.filter_jit(lambda d, x, s: d(x, s))
     for s in TABLE_SIGMAS:
         sig = s / 255.0
+        sig_arr = jnp.float32(sig)  # an array, not a Python float: filter_jit would compile once per sigma
         row = {"noisy": [], "tv": [], "network": []}
         for img in crops.values():
             noisy = (img + sig * rng.standard_normal(img.shape)).astype(np.float32)
             row["noisy"].append(float(psnr(noisy, img)))
-            row["tv"].append(float(psnr(den(tv, noisy, sig), img)))
-            row["network"].append(float(psnr(den(denoiser, noisy, sig), img)))
+            row["tv"].append(float(psnr(den(tv, noisy, sig_arr), img)))
+            row["network"].append(float(psnr(den(denoiser, noisy, sig_arr), img)))
         for k in row:
             table[k].append(float(np.mean(row[k])))
     return table

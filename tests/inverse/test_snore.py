@@ -144,6 +144,7 @@ def test_errors():
         den(y, -0.1)
 
 
+@pytest.mark.slow  # ~40 s CPU of compilation; the restoration benchmark covers it in every run
 def test_every_method_improves_psnr_on_a_real_crop():
     """Deblurring a held-out 32x32 crop with the shipped DnCNN: each method beats the blurred input."""
     from jaxcore.inverse.denoisers import load_pretrained
@@ -176,6 +177,7 @@ def test_every_method_improves_psnr_on_a_real_crop():
     assert all(v > base + 0.5 for v in got.values()), (base, got)
 
 
+@pytest.mark.slow  # multi-device layout check; ~30 s CPU
 def test_restore_batch_under_image_sharding():
     """Images sharded over the (fake) devices give the same restorations as on one device."""
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
