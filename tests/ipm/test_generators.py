@@ -60,7 +60,7 @@ def test_dp_bounds_hold_for_coupled_approximations():
 
     The mean over n draws is compared with the bound plus three standard errors.
     """
-    alpha, N, N_ref, n = 1.0, 20, 400, 2000
+    alpha, N, N_ref, n = 1.0, 20, 400, 1000
     key_sb, key_draw = jax.random.split(jax.random.key(3))
     ref = dirichlet_process_stick_breaking(key_sb, BASE, alpha, n, N_ref)
     w, x = ref.weights, ref.atoms
