@@ -62,6 +62,7 @@ def test_gradient_matches_finite_differences(x64):
         assert float(g1[i]) == pytest.approx(fd, rel=1e-5, abs=1e-8)
 
 
+@pytest.mark.slow  # ~1 min CPU (40 Adam steps with compile); run by -m slow / CI
 def test_training_improves_likelihood_on_hawkes_data():
     true = Hawkes(0.2, 0.8, 1.0)
     b, _ = true.simulate(jax.random.key(0), 40.0, 96, 24)
