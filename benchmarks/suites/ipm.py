@@ -531,7 +531,8 @@ register(QualityBenchmark(
     name="ipm.timing",
     family=FAMILY,
     run=_run_timing,
-    params={"n": 128, "m": 1000, "M": 250, "ns": [16, 64, 256], "ms": [250, 1000, 4000], "Ms": [32, 128, 512]},
+    # default: the two ends of each sweep (one compilation per point); 3+ points per sweep in configs/full.yaml
+    params={"n": 128, "m": 1000, "M": 250, "ns": [16, 256], "ms": [250, 4000], "Ms": [32, 512]},
     quick_params={"n": 32, "m": 200, "M": 50, "ns": [32], "ms": [200], "Ms": [50]},
     description="time of d_lip and WoW_1 versus n, m and M with fitted exponents (paper Section 6)",
 ))
@@ -589,7 +590,7 @@ register(QualityBenchmark(
     name="ipm.power",
     family=FAMILY,
     run=_run_power,
-    params={"ns": [8, 32], "reps": 6, "num_permutations": 49, "m": 100, "level": 0.1, "num_grid": 50,
+    params={"ns": [8, 32], "reps": 4, "num_permutations": 49, "m": 100, "level": 0.1, "num_grid": 50,
             "max_steps": 100, "statistics": ["dlip", "wow", "lower_bound"]},
     # quick: a smoke run of the loop (the d_lip/WoW permutation statistics are covered by tests/ipm)
     quick_params={"ns": [16], "reps": 1, "num_permutations": 9, "statistics": ["lower_bound"]},
