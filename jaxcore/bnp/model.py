@@ -520,7 +520,22 @@ def fit(
 
     Returns:
         ``(params, losses)``: fitted parameters and ``[num_steps]`` losses (-ELBO per datum).
+
+    Raises:
+        ValueError / TypeError: ``num_steps`` or ``batch_size`` not a positive int, ``y`` not one
+            label per row of ``x``, or a concrete ``num_valid`` outside ``[1, N_max]``.
     """
+    num_steps = _check_int("num_steps", num_steps, 1)
+    batch_size = _check_int("batch_size", batch_size, 1)
+    if jnp.ndim(x) < 1 or jnp.shape(y) != jnp.shape(x)[:1]:
+        raise ValueError(f"y must have shape [N_max] (one label per row of x {jnp.shape(x)}), got {jnp.shape(y)}")
+    try:
+        n_valid = int(num_valid)
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError, TypeError):
+        n_valid = None  # traced (inside jit/vmap): not checked here
+    if n_valid is not None:
+        if not 1 <= n_valid <= jnp.shape(x)[0]:
+            raise ValueError(f"num_valid must be in [1, {jnp.shape(x)[0]}] (rows of x), got {n_valid}")
     optimizer = optax.adam(learning_rate)
     step = make_svi_step(model, optimizer, num_samples, kl_weight)
     state = FitState(params, optimizer.init(params))

@@ -161,3 +161,17 @@ def test_invalid_configuration_and_shapes(key):
         model.elbo(params, model.init_prior(), key, jnp.ones((4, 6)), jnp.zeros(3, jnp.int32), 0, 10.0)
     with pytest.raises(ValueError, match="masks must have shape"):
         model.predict_logits(params, jnp.ones((2, 9, 8), bool), jnp.ones((4, 6)), 0)
+
+
+def test_fit_rejects_bad_input(key):
+    model = _mlp()
+    p, pr = model.init(key), model.init_prior()
+    x, y = jnp.ones((4, 6)), jnp.zeros(4, jnp.int32)
+    with pytest.raises(ValueError, match="batch_size"):
+        fit(model, p, pr, key, x, y, 4, 0, num_steps=2, batch_size=0)
+    with pytest.raises(TypeError, match="num_steps"):
+        fit(model, p, pr, key, x, y, 4, 0, num_steps=2.0, batch_size=2)
+    with pytest.raises(ValueError, match="num_valid"):
+        fit(model, p, pr, key, x, y, 10, 0, num_steps=2, batch_size=2)
+    with pytest.raises(ValueError, match="y must have shape"):
+        fit(model, p, pr, key, x, y[:3], 4, 0, num_steps=2, batch_size=2)
