@@ -123,6 +123,7 @@ def expand_parents(index: Int[Array, "... d"]) -> Int[Array, "... d"]:
 
 def _acyclic_residual(parents):
     """Nodes left after ``d`` rounds of removing sources; 0 iff acyclic. parents: [..., d] int32."""
+    parents = jnp.asarray(parents).astype(jnp.int32)  # int64 bitmasks under x64 would break the int32 loop carry
     d = parents.shape[-1]
     bits = jnp.int32(1) << jnp.arange(d, dtype=jnp.int32)
     full = jnp.int32((1 << d) - 1)
@@ -130,7 +131,7 @@ def _acyclic_residual(parents):
     def body(_, remaining):
         # a remaining node is a source when none of its parents remain
         is_source = ((parents & remaining[..., None]) == 0) & ((remaining[..., None] & bits) != 0)
-        removed = jnp.sum(jnp.where(is_source, bits, 0), axis=-1)
+        removed = jnp.sum(jnp.where(is_source, bits, 0), axis=-1, dtype=jnp.int32)  # int32 under x64 too
         return remaining & ~removed
 
     return jax.lax.fori_loop(0, d, body, jnp.full(parents.shape[:-1], full, jnp.int32))
