@@ -193,7 +193,7 @@ def topological_order(adjacency: Int[Array, "d d"]) -> Int[Array, " d"]:
         remaining, level = carry
         is_source = ((parents & remaining) == 0) & ((remaining & bits) != 0)
         level = jnp.where(is_source, r, level)
-        removed = jnp.sum(jnp.where(is_source, bits, 0))
+        removed = jnp.sum(jnp.where(is_source, bits, 0), dtype=jnp.int32)
         return remaining & ~removed, level
 
     _, level = jax.lax.fori_loop(0, d, body, (jnp.int32((1 << d) - 1), jnp.full((d,), d, jnp.int32)))
