@@ -5,6 +5,7 @@ import pytest
 from jaxcore.tpp import EventBatch, Hawkes, fit_mle
 
 
+@pytest.mark.slow  # ~30 s CPU (L-BFGS on simulated Hawkes data); run by -m slow / CI
 def test_hawkes_fit_recovers_parameters(x64):
     true = Hawkes(0.2, 0.8, 1.0)
     b, overflow = true.simulate(jax.random.key(0), 400.0, 1200, 12)
