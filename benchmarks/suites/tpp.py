@@ -401,21 +401,25 @@ class _SharedBetaHawkes:
 
 
 def _evaluate(dyn, batch, *, horizon, substeps, key=None, samples=1):
-    out = _evaluate_jit(dyn, batch, key, horizon, substeps, samples)
+    """Test metrics of a model: classical processes through their exact flow (exact NLL and KS),
+    NJDTPP through the Euler-Maruyama solver (NLL averaged over ``samples`` Brownian paths)."""
+    method = "exact" if dyn.has_flow() else "scan"
+    out = _evaluate_jit(dyn, batch, key, horizon, substeps, samples, method)
     return {k: float(v) for k, v in out.items()}
 
 
-def _evaluate_jit_impl(dyn, batch, key, horizon, substeps, samples):
+def _evaluate_jit_impl(dyn, batch, key, horizon, substeps, samples, method):
     from jaxcore.tpp import nll_per_event, predict_next, prediction_scores, solve, time_rescaling_ks
 
+    kw = {"num_substeps": substeps, "method": method}
     if key is None:
-        lls = solve(dyn, batch, None, num_substeps=substeps).log_likelihood
+        lls = solve(dyn, batch, None, **kw).log_likelihood
     else:
-        lls = jnp.mean(jnp.stack([solve(dyn, batch, k, num_substeps=substeps).log_likelihood
-                                  for k in jax.random.split(key, samples)]), 0)
-    pred = predict_next(dyn, batch, horizon=horizon, num_grid=256, num_substeps=substeps)
+        lls = jnp.mean(jax.vmap(lambda k: solve(dyn, batch, k, **kw).log_likelihood)(
+            jax.random.split(key, samples)), 0)
+    pred = predict_next(dyn, batch, horizon=horizon, num_grid=256, **kw)
     rmse, acc = prediction_scores(pred, batch)
-    ks = time_rescaling_ks(dyn, batch, num_substeps=substeps)
+    ks = time_rescaling_ks(dyn, batch, **kw)
     return {"nll": nll_per_event(lls, batch.num_events), "rmse": rmse, "acc": acc, "ks": ks}
 
 
@@ -433,7 +437,7 @@ _EVAL = None
 
 def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lambda s: None):
     """Fit the classical models and NJDTPP; evaluate each on ``test``. Returns rows and fitted dynamics."""
-    from jaxcore.tpp import NJDTPP, Hawkes, Poisson, SelfCorrecting, fit_mle, nll_per_event, train as train_njdtpp
+    from jaxcore.tpp import NJDTPP, Hawkes, Poisson, SelfCorrecting, fit_mle, train as train_njdtpp
 
     K = train.num_marks
     n_train = float(np.asarray(train.num_events).sum())
@@ -454,10 +458,7 @@ def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lam
     rows, dyns = {}, {}
     for name, m in models.items():
         dyn = m.jump_diffusion()
-        r = _evaluate(dyn, test, horizon=horizon, substeps=sub)
-        r["nll"] = float(nll_per_event(m.log_likelihood(test), test.num_events))  # exact
-        r["ks"] = _exact_ks(m, test)
-        rows[name], dyns[name] = r, dyn
+        rows[name], dyns[name] = _evaluate(dyn, test, horizon=horizon, substeps=sub), dyn
     progress("train NJDTPP")
     k_init, k_train, k_eval = jax.random.split(key, 3)
     model = NJDTPP(K, key=k_init, width=int(p["width"]), init_log_rate=float(np.log(rate / K)))
@@ -467,20 +468,9 @@ def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lam
                                samples=int(p["eval_samples"]))
     dyns["NJDTPP"] = res.model
     if truth is not None:
-        r = _evaluate(truth.jump_diffusion(), test, horizon=horizon, substeps=sub)
-        r["nll"] = float(nll_per_event(truth.log_likelihood(test), test.num_events))
-        r["ks"] = _exact_ks(truth, test)
-        rows["true model"], dyns["true model"] = r, truth.jump_diffusion()
+        dyn = truth.jump_diffusion()
+        rows["true model"], dyns["true model"] = _evaluate(dyn, test, horizon=horizon, substeps=sub), dyn
     return rows, dyns
-
-
-def _exact_ks(model, batch):
-    """KS of the rescaled gaps from a classical model's closed-form compensator (ground process)."""
-    from jaxcore.tpp import ks_statistic
-
-    comp = jnp.sum(model.compensator(batch, batch.times), axis=-1)  # [B, L]
-    gaps = jnp.diff(jnp.concatenate([jnp.zeros((batch.batch_size, 1), comp.dtype), comp], axis=1), axis=1)
-    return float(ks_statistic(gaps, batch.mask))
 
 
 def _table(title, rows_by_set, note, with_acc):
@@ -525,7 +515,8 @@ def run_synthetic(ctx):
         # intensity of the first test sequence, true vs learned (drift-only path)
         grid = jnp.linspace(0.0, T, 800, dtype=test.times.dtype)
         paths[ds] = {"grid": np.asarray(grid), "events": np.asarray(test.times[0][test.mask[0]]),
-                     **{m: np.asarray(intensity_path(d, test.times[0], test.marks[0], test.mask[0], grid))[:, 0]
+                     **{m: np.asarray(intensity_path(d, test.times[0], test.marks[0], test.mask[0], grid,
+                                                     method="exact" if d.has_flow() else "scan"))[:, 0]
                         for m, d in dyns.items() if m in ("true model", "NJDTPP", best)}}
         gap = rows["NJDTPP"]["nll"] - rows[best]["nll"]
         metrics[f"tpp.synthetic.{slug}.njdtpp_minus_best_classical_nll"] = gap

@@ -317,3 +317,10 @@ class HawkesSDE(JumpDiffusion):
 
     def jump(self, t, eta):
         return jnp.log1p(self.alpha * jnp.exp(-eta)[:, None])
+
+    def flow(self, t, eta, h):
+        # lambda(t + s) = mu + (lambda(t) - mu) e^{-beta s}
+        excess = jnp.exp(eta) - self.mu
+        decay = jnp.exp(-self.beta * h)
+        comp = jnp.sum(self.mu * h + excess * -jnp.expm1(-self.beta * h) / self.beta)
+        return jnp.log(self.mu + excess * decay), comp

@@ -94,28 +94,39 @@ class NextEventPrediction(NamedTuple):
 
 
 def predict_next(dynamics: JumpDiffusion, batch: EventBatch, *, horizon: float, num_grid: int = 64,
-                 num_substeps: int = 10, convention: str = "window") -> NextEventPrediction:
+                 num_substeps: int = 10, convention: str = "window", method: str = "scan") -> NextEventPrediction:
     """Predict each next event's time (mean of the predicted density) and type, drift-only.
+
+    On each of the ``num_grid`` steps of length ``H / num_grid`` after event ``i`` the
+    next event falls with probability ``exp(-Lambda_before) (1 - exp(-dLambda))``
+    (``dLambda`` the step's compensator increment), placed at the step's midpoint
+    and split between types in proportion to ``lambda_k`` at the step's start.
 
     Args:
         dynamics: the model's jump-diffusion.
         batch: ``B`` sequences; predictions are made after every real event.
         horizon: how far ahead to integrate (same time unit), e.g. several mean gaps.
-        num_grid: Euler steps over the horizon.
-        num_substeps: steps per gap when integrating the history.
+        num_grid: steps over the horizon.
+        num_substeps: steps per gap when integrating the history (``method="scan"``).
         convention: likelihood convention of the history pass (see :func:`solve`).
+        method: ``"scan"`` (Euler steps, any dynamics) or ``"exact"`` (the
+            closed-form :meth:`JumpDiffusion.flow` of the classical processes; stable
+            at any step size).
 
     Returns:
         A :class:`NextEventPrediction`.
 
     Raises:
-        ValueError: non-positive ``horizon`` or ``num_grid``.
+        ValueError: non-positive ``horizon`` or ``num_grid``; ``method`` not
+            ``"scan"``/``"exact"`` or ``"exact"`` without a closed-form flow.
     """
     check_batch(batch)
     check_marks(batch, dynamics.num_marks)
     check_positive_scalar(horizon, "horizon")
     G = check_int(num_grid, "num_grid")
-    res = solve(dynamics, batch, None, num_substeps=num_substeps, convention=convention)
+    if method not in ("scan", "exact"):
+        raise ValueError(f"method: expected 'scan' or 'exact', got {method!r}")
+    res = solve(dynamics, batch, None, num_substeps=num_substeps, convention=convention, method=method)
     dtype = batch.times.dtype
     h = jnp.asarray(horizon, dtype) / G
     tau = (jnp.arange(G, dtype=dtype) + 0.5) * h
@@ -126,10 +137,13 @@ def predict_next(dynamics: JumpDiffusion, batch: EventBatch, *, horizon: float, 
         def step(carry, k):
             eta, lam_int = carry
             lam = jnp.exp(eta)
-            # midpoint of the survival over the step
-            surv = jnp.exp(-(lam_int + 0.5 * jnp.sum(lam) * h))
-            eta = eta + dynamics.drift(t + k * h, eta) * h
-            return (eta, lam_int + jnp.sum(lam) * h), (lam * surv * h)
+            if method == "exact":
+                eta_next, d_int = dynamics.flow(t + k * h, eta, h)
+            else:
+                eta_next, d_int = eta + dynamics.drift(t + k * h, eta) * h, jnp.sum(lam) * h
+            p_step = jnp.exp(-lam_int) * -jnp.expm1(-d_int)  # P(next event in this step)
+            share = lam / jnp.maximum(jnp.sum(lam), jnp.finfo(dtype).tiny)
+            return (eta_next, lam_int + d_int), p_step * share
 
         (_, lam_int), dens = jax.lax.scan(step, (eta, jnp.zeros((), dtype)), jnp.arange(G, dtype=dtype))
         total = jnp.sum(dens, axis=1)  # [G] probability of the next event in each step

@@ -125,3 +125,6 @@ class PoissonSDE(JumpDiffusion):
 
     def jump(self, t, eta):
         return jnp.zeros((eta.shape[0], eta.shape[0]), eta.dtype)
+
+    def flow(self, t, eta, h):
+        return eta, jnp.sum(jnp.exp(eta)) * h

@@ -12,7 +12,7 @@ solver integrates ``eta`` together with the compensator
 ``log lambda_{m_i}(t_i-) = eta_{m_i}(t_i-)`` at each event and then applies the
 jump. The log-likelihood is ``sum_i eta_{m_i}(t_i-) - Lambda`` (eq. 3).
 
-Two integrators:
+Three integrators:
 
 - ``method="scan"`` (default): fixed-step Euler-Maruyama on the augmented
   state ``(eta, Lambda)`` with ``num_substeps`` equal steps per inter-event
@@ -23,6 +23,10 @@ Two integrators:
   step-size controller (``diffrax.Euler()`` + constant steps by default;
   e.g. ``diffrax.Tsit5()`` + ``PIDController`` for deterministic dynamics, or
   an SDE solver with a ``VirtualBrownianTree`` spanning the window).
+- ``method="exact"``: the dynamics' closed-form drift flow
+  (:meth:`JumpDiffusion.flow`), one step per gap, drift only. The classical
+  processes have one; it is also the stable choice for them, since Euler on
+  ``log lambda`` of a Hawkes process diverges once ``beta * step > 2``.
 
 Both are ``vmap`` ped over the padded batch and differentiable end to end.
 
@@ -82,6 +86,23 @@ class JumpDiffusion(eqx.Module):
         """``h(t, eta)``, ``[K, K]``; column ``k`` is added at an event of type ``k``."""
         raise NotImplementedError
 
+    def flow(self, t: Float[Array, ""], eta: Float[Array, " K"], h: Float[Array, ""]) -> tuple[Array, Array]:
+        """Exact drift-only flow over ``[t, t + h]`` with no event inside.
+
+        Returns ``(eta(t + h), int_t^{t+h} sum_k exp(eta_k(s)) ds)``: ``[K]`` and a
+        scalar compensator increment. Implemented by dynamics with a closed form
+        (the classical processes); used by ``method="exact"``.
+
+        Raises:
+            NotImplementedError: the dynamics has no closed-form flow.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no closed-form flow; use method='scan' or 'diffrax'")
+
+    @classmethod
+    def has_flow(cls) -> bool:
+        """Whether :meth:`flow` is implemented (``method="exact"`` available)."""
+        return cls.flow is not JumpDiffusion.flow
+
     @property
     def num_marks(self) -> int:
         """``K``."""
@@ -111,6 +132,7 @@ class SolveResult(NamedTuple):
 
 
 _CONVENTIONS = ("window", "paper")
+_METHODS = ("scan", "diffrax", "exact")
 
 
 def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True):
@@ -168,7 +190,10 @@ def _solve_one(dyn, times, marks, mask, T, key, *, method, n, convention, solver
     t_start = times[0] if paper else jnp.zeros((), dtype)
     t_end = jnp.where(jnp.any(mask), times[jnp.maximum(jnp.sum(mask) - 1, 0)], t_start) if paper else T
 
-    if method == "scan":
+    if method == "exact":
+        def segment(eta, t0, t1, idx):
+            return dyn.flow(t0, eta, t1 - t0)
+    elif method == "scan":
         z_all = jax.random.normal(key, (L + 1, n, K), dtype) if stochastic else None
 
         def segment(eta, t0, t1, idx):
@@ -230,8 +255,9 @@ def solve(
         batch: ``B`` padded sequences.
         key: PRNG key for the Brownian motion (one independent path per
             sequence); ``None`` integrates the drift only (``g`` ignored).
-        method: ``"scan"`` (fixed-step Euler-Maruyama in ``lax.scan``, default)
-            or ``"diffrax"``.
+        method: ``"scan"`` (fixed-step Euler-Maruyama in ``lax.scan``, default),
+            ``"diffrax"``, or ``"exact"`` (closed-form drift flow, one step per gap;
+            dynamics with :meth:`JumpDiffusion.flow` only, ``key`` must be None).
         num_substeps: steps per inter-event gap (scan; initial/constant step
             ``gap / num_substeps`` for diffrax).
         convention: ``"window"`` (``[0, T]``, default) or ``"paper"`` (``[t_1, t_L]``).
@@ -245,15 +271,22 @@ def solve(
 
     Raises:
         TypeError: ``dynamics`` is not a JumpDiffusion or ``batch`` not an EventBatch.
-        ValueError: unknown ``method``/``convention``, bad ``num_substeps``, or
-            the batch's number of marks differs from the dynamics'.
+        ValueError: unknown ``method``/``convention``, bad ``num_substeps``,
+            ``method="exact"`` for dynamics without a closed-form flow or with a
+            ``key``, or the batch's number of marks differs from the dynamics'.
     """
     if not isinstance(dynamics, JumpDiffusion):
         raise TypeError(f"dynamics: expected a jaxcore.tpp.JumpDiffusion, got {type(dynamics).__name__}")
     check_batch(batch)
     check_marks(batch, dynamics.num_marks)
-    if method not in ("scan", "diffrax"):
-        raise ValueError(f"method: expected 'scan' or 'diffrax', got {method!r}")
+    if method not in _METHODS:
+        raise ValueError(f"method: expected one of {_METHODS}, got {method!r}")
+    if method == "exact":
+        if not dynamics.has_flow():
+            raise ValueError(f"method: 'exact' needs a closed-form flow, which {type(dynamics).__name__} does not "
+                             "have; use 'scan' or 'diffrax'")
+        if key is not None and dynamics.stochastic:
+            raise ValueError("key: method='exact' integrates the drift only; pass key=None")
     if convention not in _CONVENTIONS:
         raise ValueError(f"convention: expected one of {_CONVENTIONS}, got {convention!r}")
     n = check_int(num_substeps, "num_substeps")
@@ -285,6 +318,8 @@ def intensity_path(
     marks: Any,
     mask: Any,
     grid: Float[Array, " G"],
+    *,
+    method: str = "scan",
 ) -> Float[Array, "G K"]:
     """Deterministic (drift-only) intensity ``lambda(s)`` of one sequence on a sorted time grid.
 
@@ -295,15 +330,27 @@ def intensity_path(
         dynamics: the jump-diffusion.
         times, marks, mask: one sequence ``[L]``.
         grid: sorted query times ``[G]`` starting at 0.
+        method: ``"scan"`` (Euler steps between grid points) or ``"exact"`` (the
+            closed-form :meth:`JumpDiffusion.flow`).
 
     Returns:
         ``[G, K]`` intensities (events per unit time).
+
+    Raises:
+        ValueError: unknown ``method`` or ``"exact"`` without a closed-form flow.
     """
+    if method not in ("scan", "exact"):
+        raise ValueError(f"method: expected 'scan' or 'exact', got {method!r}")
+    if method == "exact" and not dynamics.has_flow():
+        raise ValueError(f"method: 'exact' needs a closed-form flow, which {type(dynamics).__name__} does not have")
     eta0 = dynamics.initial_state().astype(grid.dtype)
 
     def step(carry, t):
         eta, t_prev, i = carry
-        eta = eta + dynamics.drift(t_prev, eta) * (t - t_prev)
+        if method == "exact":
+            eta = dynamics.flow(t_prev, eta, t - t_prev)[0]
+        else:
+            eta = eta + dynamics.drift(t_prev, eta) * (t - t_prev)
         lam = jnp.exp(eta)
 
         def apply(state):

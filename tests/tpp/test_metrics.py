@@ -53,6 +53,19 @@ def test_hawkes_prediction_matches_quadrature(x64):
     dens = lam * np.exp(-Lam)
     mean = np.sum(((s * dens)[1:] + (s * dens)[:-1]) / 2 * np.diff(s))
     assert float(p.time[0, 1]) == pytest.approx(mean, rel=5e-3)
+    exact = predict_next(model.jump_diffusion(), b, horizon=40.0, num_grid=2000, method="exact")
+    assert float(exact.time[0, 1]) == pytest.approx(mean, rel=1e-4)
+    with pytest.raises(ValueError, match="method: expected 'scan' or 'exact'"):
+        predict_next(model.jump_diffusion(), b, horizon=1.0, method="diffrax")
+
+
+def test_exact_prediction_is_finite_where_euler_diverges(x64):
+    stiff = Hawkes(0.4, 0.7, 20.0)
+    b = EventBatch.from_sequences([[1.0, 3.0, 3.1]], T=5.0)
+    p = predict_next(stiff.jump_diffusion(), b, horizon=20.0, num_grid=4000, method="exact")
+    assert np.all(np.isfinite(np.asarray(p.time)))
+    # two events 0.1 apart, beta = 20: after the third the excess has not decayed; the gap mean lies below 1/mu
+    assert float(p.time[0, 2]) - 3.1 < 1 / 0.4
 
 
 def test_time_rescaling_ks_separates_true_and_wrong_models():

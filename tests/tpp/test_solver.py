@@ -43,6 +43,28 @@ def test_diffrax_reproduces_self_correcting_and_poisson(x64):
                                np.asarray(p.log_likelihood(b)), rtol=1e-12)
 
 
+def test_exact_flow_reproduces_closed_forms_and_is_stable(x64):
+    b, _ = _seqs()
+    for model in (Hawkes(0.4, 0.7, 1.3), Hawkes([0.2, 0.5], [[0.3, 0.1], [0.6, 0.2]], 2.0),
+                  SelfCorrecting(0.5, 0.2), Poisson([1.7, 0.3])):
+        bb = b if model.num_marks == 1 else EventBatch.from_sequences(
+            [[0.3, 0.9, 1.0, 2.6], [1.5, 3.0], []], [[0, 1, 1, 0], [1, 0], []], T=5.0, num_marks=2)
+        res = solve(model.jump_diffusion(), bb, method="exact")
+        np.testing.assert_allclose(np.asarray(res.log_likelihood), np.asarray(model.log_likelihood(bb)), rtol=1e-12)
+        comp = np.asarray(model.compensator(bb, bb.times)).sum(-1)
+        gaps = np.diff(np.concatenate([np.zeros((3, 1)), comp], 1), axis=1)
+        mask = np.asarray(bb.mask)
+        np.testing.assert_allclose(np.asarray(res.interval_compensator)[mask], gaps[mask], rtol=1e-12)
+    # a stiff Hawkes (beta * gap = 40): log-space Euler with one step per gap diverges, the flow does not
+    stiff = Hawkes(0.4, 0.7, 20.0)
+    long_gaps = EventBatch.from_sequences([[1.0, 3.0]], T=5.0)
+    exact = float(stiff.log_likelihood(long_gaps)[0])
+    euler = float(solve(stiff.jump_diffusion(), long_gaps, num_substeps=2).log_likelihood[0])
+    assert not abs(euler - exact) < 1.0  # diverged (non-finite here)
+    ll = float(solve(stiff.jump_diffusion(), long_gaps, method="exact").log_likelihood[0])
+    assert ll == pytest.approx(exact, rel=1e-12)
+
+
 def test_scan_euler_converges_at_first_order_and_matches_diffrax_euler(x64):
     b, _ = _seqs()
     model = Hawkes(0.4, 0.7, 1.3)
@@ -118,13 +140,23 @@ def test_intensity_path_matches_closed_form(x64):
     ref = np.asarray(model.intensity(b[0], grid[None]))[0, :, 0]
     # Euler on a fine grid; events land on the next grid point
     assert np.median(np.abs(lam - ref) / ref) < 1e-3
+    exact = np.asarray(intensity_path(model.jump_diffusion(), b.times[0], b.marks[0], b.mask[0], grid,
+                                      method="exact"))[:, 0]
+    assert np.median(np.abs(exact - ref) / ref) < 1e-12
 
 
 def test_errors():
     b, _ = _seqs()
     dyn = Poisson(1.0).jump_diffusion()
-    with pytest.raises(ValueError, match="method: expected 'scan' or 'diffrax'"):
+    with pytest.raises(ValueError, match="method: expected one of"):
         solve(dyn, b, method="rk4")
+    with pytest.raises(ValueError, match="method: 'exact' needs a closed-form flow, which NJDTPP"):
+        solve(NJDTPP(1, key=jax.random.key(0)), b, method="exact")
+    with pytest.raises(ValueError, match="method: 'exact' needs a closed-form flow"):
+        intensity_path(NJDTPP(1, key=jax.random.key(0)), b.times[0], b.marks[0], b.mask[0], jnp.zeros(2),
+                       method="exact")
+    with pytest.raises(NotImplementedError, match="no closed-form flow"):
+        NJDTPP(1, key=jax.random.key(0)).flow(0.0, jnp.zeros(1), 1.0)
     with pytest.raises(ValueError, match="convention: expected one of"):
         solve(dyn, b, convention="full")
     with pytest.raises(ValueError, match="num_substeps: expected an int >= 1"):
