@@ -112,7 +112,9 @@ def _snore_setup(size, key):
     except ImportError:
         return case
     # the exact noise the JAX loop draws: per seed key, split into one key per iteration
-    noise = jax.vmap(lambda k: jax.vmap(lambda kk: jax.random.normal(kk, (ns, hw, hw, ys.shape[-1])))(
+    from jaxcore.inverse.operators import standard_normal
+
+    noise = jax.vmap(lambda k: jax.vmap(lambda kk: standard_normal(kk, (ns, hw, hw, ys.shape[-1])))(
         jax.random.split(k, n_iter)))(seeds)  # [seeds, iters, ns, H, W, C]
     noise = np.asarray(noise).transpose(1, 0, 2, 5, 3, 4)  # [iters, seeds, ns, C, H, W]
     kfft = torch.from_numpy(np.asarray(op.kernel_fft)[..., 0].copy())
@@ -193,7 +195,8 @@ def denoise_forward_grad(x, net, sigma):
 def _den_setup(size, key, *, grad):
     n, hw = int(size["n"]), int(size["hw"])
     net, _ = _denoiser()
-    x = jax.random.uniform(key, (n, hw, hw, 3), jnp.float32)
+    seed = int(np.asarray(jax.random.key_data(key)).ravel()[-1])
+    x = jnp.asarray(np.random.default_rng(seed).random((n, hw, hw, 3), np.float32))  # no PRNG compile
     sigma = jnp.float32(15 / 255)
     fl = n * hw * hw * _conv_flops_per_pixel(net) * (2.0 if grad else 1.0)
     case = Case(args=(x, net, sigma), work=float(n * hw * hw), work_unit="pixels", flops=fl)
@@ -325,11 +328,14 @@ METHOD_PARAMS = {
     "red_prox": dict(kind="red_prox", sigma=2.0, alpha=0.7, step=0.5, iters=300),
     "pnp_pgd": dict(kind="pnp_pgd", sigma=2.0, step=1.0, iters=50),
     "pnp_hqs": dict(kind="pnp_hqs", sigma=2.0, step=8.0, iters=50),
+    # SNORE with the weight-free TV denoiser in place of the network (same schedule): the reference
+    # the trained network has to beat
+    "snore_tv": dict(kind="snore", denoiser="tv", sigma=2.0, alpha=0.7, step=0.5, iters=300),
 }
 
 #: Methods of the default run (compilation dominates its cost, one per method and operator type);
 #: the full configuration should list all of METHOD_PARAMS (adds the snore_prox and red_prox variants).
-DEFAULT_METHODS = ["snore", "annealed_snore", "red", "pnp_pgd", "pnp_hqs"]
+DEFAULT_METHODS = ["snore", "annealed_snore", "red", "pnp_pgd", "pnp_hqs", "snore_tv"]
 
 TASKS = {
     "gaussian_blur": "Gaussian blur 9x9, std 1.6",
@@ -370,19 +376,8 @@ def _operator(task, hw, key, channels):
 
 def restore_all(key, xs, task, sigma_y, net, methods, iter_scale, n_seeds=1):
     """Degrade ``xs [n, H, W, C]`` by ``task`` and restore with each method; returns dict of outputs."""
-    from jaxcore.inverse.metrics import psnr, ssim
-    from jaxcore.inverse.operators import degrade
-
     hw = xs.shape[1]
     op = _operator(task, hw, jax.random.fold_in(key, 7), xs.shape[-1])
-    ys = degrade(jax.random.fold_in(key, 8), xs, op, sigma_y)
-    if task == "inpainting":  # start from the observed pixels, missing ones at the observed mean
-        m = op.mask
-        fill = jnp.sum(ys * m, axis=(1, 2, 3), keepdims=True) / (jnp.sum(m) * xs.shape[-1])
-        x0s = ys * m + (1 - m) * fill
-    else:
-        x0s = ys
-    seeds = jax.random.split(jax.random.fold_in(key, 9), n_seeds)
     op_run = op
     if hasattr(op, "kernel"):
         # only kernel_fft enters the computation; a 1x1 stand-in for the [kh, kw, C] kernel (its last axis
@@ -390,17 +385,48 @@ def restore_all(key, xs, task, sigma_y, net, methods, iter_scale, n_seeds=1):
         import equinox as eqx
 
         op_run = eqx.tree_at(lambda o: o.kernel, op, op.kernel[:1, :1])
-    out = {"degraded": (x0s, psnr(x0s, xs), ssim(jnp.clip(x0s, 0, 1), xs))}
+    ys, x0s = _observe(jax.random.fold_in(key, 8), xs, op_run, jnp.float32(sigma_y), inpaint=task == "inpainting")
+    seeds = jax.random.split(jax.random.fold_in(key, 9), n_seeds)
+    out = {"degraded": (x0s, *_scores(jnp.clip(x0s, 0, 1)[:, None], xs))}
     for name in methods:
         mp = METHOD_PARAMS[name]
         sched = _schedule(mp, sigma_y, iter_scale)
         kind = "snore" if mp["kind"] == "annealed" else mp["kind"]
         t0 = time.perf_counter()
-        xr = jax.block_until_ready(_run_method(kind, seeds, ys, x0s, op_run, net, sched, jnp.float32(sigma_y)))
+        den = _tv_denoiser() if mp.get("denoiser") == "tv" else net
+        xr = jax.block_until_ready(_run_method(kind, seeds, ys, x0s, op_run, den, sched, jnp.float32(sigma_y)))
         dt = time.perf_counter() - t0
-        ref = jnp.broadcast_to(xs[:, None], xr.shape)
-        out[name] = (xr[:, 0], jnp.mean(psnr(xr, ref), 1), jnp.mean(ssim(xr, ref), 1), dt, sched.n_iter)
+        out[name] = (xr[:, 0], *_scores(xr, xs), dt, sched.n_iter)
     return out
+
+
+@functools.partial(jax.jit, static_argnames=("inpaint",))
+def _observe(key, xs, op, sigma_y, *, inpaint):
+    """``y = A x + sigma_y n`` and the initial iterate (inpainting: missing pixels at the observed mean)."""
+    from jaxcore.inverse.operators import degrade
+
+    ys = degrade(key, xs, op, sigma_y)
+    if not inpaint:
+        return ys, ys
+    m = op.mask
+    fill = jnp.sum(ys * m, axis=(1, 2, 3), keepdims=True) / (jnp.sum(m) * xs.shape[-1])
+    return ys, ys * m + (1 - m) * fill
+
+
+@jax.jit
+def _scores(xr, xs):
+    """Mean over seeds of PSNR and SSIM of ``xr [n, seeds, H, W, C]`` against ``xs [n, H, W, C]``."""
+    from jaxcore.inverse.metrics import psnr, ssim
+
+    ref = jnp.broadcast_to(xs[:, None], xr.shape)
+    return jnp.mean(psnr(xr, ref), 1), jnp.mean(ssim(xr, ref), 1)
+
+
+@functools.lru_cache(maxsize=None)
+def _tv_denoiser():
+    from jaxcore.inverse.denoisers import TVDenoiser
+
+    return TVDenoiser()
 
 
 @functools.partial(jax.jit, static_argnames=("kind",))

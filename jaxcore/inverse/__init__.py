@@ -28,6 +28,7 @@ from .operators import (
     gaussian_kernel,
     motion_kernel,
     random_mask,
+    standard_normal,
     uniform_kernel,
 )
 from .snore import (
@@ -50,5 +51,5 @@ __all__ = [
     "Identity", "Inpainting", "METHODS", "PRETRAINED", "RestorationResult", "Schedule", "TVDenoiser",
     "add_gaussian_noise", "annealed_schedule", "annealed_snore", "constant_schedule", "degrade",
     "gaussian_kernel", "load_pretrained", "motion_kernel", "pnp_hqs", "pnp_pgd", "pretrained_info", "psnr",
-    "random_mask", "red", "restore_batch", "snore", "snore_prox", "ssim", "uniform_kernel",
+    "random_mask", "red", "standard_normal", "restore_batch", "snore", "snore_prox", "ssim", "uniform_kernel",
 ]

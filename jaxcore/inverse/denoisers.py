@@ -31,6 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .operators import standard_normal
+
 __all__ = [
     "AbstractDenoiser",
     "GaussianMMSEDenoiser",
@@ -237,13 +239,17 @@ class DnCNN(AbstractDenoiser):
         if depth < 2 or channels < 1 or features < 1:
             raise ValueError(f"need depth >= 2, channels >= 1, features >= 1; got {depth}, {channels}, {features}")
         dims = [channels + 1] + [features] * (depth - 1) + [channels]
-        keys = jax.random.split(key, depth)
+        sizes = [9 * dims[i] * dims[i + 1] for i in range(depth)]
+        # one draw for all layers (one small compile, not one per layer shape)
+        flat = standard_normal(key, (sum(sizes),), jnp.float32)
+        offsets = np.cumsum([0] + sizes)
         self.weights = []
         self.biases = []
-        for i, k in enumerate(keys):
+        for i in range(depth):
             fan_in = 9 * dims[i]
             scale = np.sqrt(2.0 / fan_in) * (0.1 if i == depth - 1 else 1.0)
-            self.weights.append(scale * jax.random.normal(k, (3, 3, dims[i], dims[i + 1]), jnp.float32))
+            w = flat[offsets[i] : offsets[i + 1]].reshape(3, 3, dims[i], dims[i + 1])
+            self.weights.append(scale * w)
             self.biases.append(jnp.zeros((dims[i + 1],), jnp.float32))
         self.channels = channels
         self.noise_scaled = bool(noise_scaled)
@@ -352,8 +358,10 @@ def load_pretrained(name: str = "dncnn") -> AbstractDenoiser:
     """
     info = pretrained_info(name)
     arch = info["architecture"]
-    net = DnCNN(jax.random.key(0), channels=arch["channels"], features=arch["features"], depth=arch["depth"],
-                noise_scaled=arch.get("noise_scaled", False), sigma_scale=arch.get("sigma_scale", 1.0))
+    # shapes only (no random initialisation to compute): the file supplies every array
+    net = eqx.filter_eval_shape(
+        lambda: DnCNN(jax.random.key(0), channels=arch["channels"], features=arch["features"], depth=arch["depth"],
+                      noise_scaled=arch.get("noise_scaled", False), sigma_scale=arch.get("sigma_scale", 1.0)))
     model: AbstractDenoiser = GradientStepDenoiser(net) if arch.get("gradient_step") else net
     path = _WEIGHTS_DIR / PRETRAINED[name][0]
     if not path.exists():

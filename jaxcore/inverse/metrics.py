@@ -110,6 +110,16 @@ def ssim(
         taps = jnp.full((win_size,), 1.0 / win_size, x.dtype)
     npix = win_size**2
     cov_norm = npix / (npix - 1) if use_sample_covariance else 1.0
+    c1 = (k1 * data_range) ** 2
+    c2 = (k2 * data_range) ** 2
+    return _ssim_map_mean(x, ref, taps, jnp.asarray(cov_norm, x.dtype), jnp.asarray(c1, x.dtype),
+                          jnp.asarray(c2, x.dtype))
+
+
+@jax.jit
+def _ssim_map_mean(x, ref, taps, cov_norm, c1, c2):
+    """The SSIM map averaged away from the border (one compiled program per shape and window size)."""
+    win_size = taps.shape[0]
 
     def filt(u):
         return _filter_1d(_filter_1d(u, taps, -3), taps, -2)
@@ -119,8 +129,6 @@ def ssim(
     vx = cov_norm * (uxx - ux * ux)
     vy = cov_norm * (uyy - uy * uy)
     vxy = cov_norm * (uxy - ux * uy)
-    c1 = (k1 * data_range) ** 2
-    c2 = (k2 * data_range) ** 2
     s = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux**2 + uy**2 + c1) * (vx + vy + c2))
     p = (win_size - 1) // 2
     s = s[..., p : x.shape[-3] - p, p : x.shape[-2] - p, :]

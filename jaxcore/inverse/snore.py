@@ -37,7 +37,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .denoisers import AbstractDenoiser
-from .operators import AbstractOperator
+from .operators import AbstractOperator, standard_normal
 from .metrics import psnr as _psnr
 
 __all__ = [
@@ -208,10 +208,10 @@ def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip
 def _snore_step(operator, denoiser, y, sigma_y, n_samples, prox, antithetic):
     def regularizer_grad(x, sig, key):
         if antithetic:
-            half = jax.random.normal(key, ((n_samples + 1) // 2,) + x.shape, x.dtype)
+            half = standard_normal(key, ((n_samples + 1) // 2,) + x.shape, x.dtype)
             z = jnp.concatenate([half, -half])[:n_samples]
         else:
-            z = jax.random.normal(key, (n_samples,) + x.shape, x.dtype)
+            z = standard_normal(key, (n_samples,) + x.shape, x.dtype)
         den = denoiser(x[None] + sig * z, sig)
         return (x - jnp.mean(den, axis=0)) / sig**2
 

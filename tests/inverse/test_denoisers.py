@@ -21,7 +21,7 @@ def test_gaussian_mmse_is_posterior_mean(x64, key):
     den = GaussianMMSEDenoiser(mu, s2)
     # Monte Carlo of E[x0 | x0 + sigma z = x] by importance weights over prior samples (1-pixel images)
     x = jnp.array([0.1, 0.5]).reshape(2, 1, 1, 1)
-    x0 = mu + np.sqrt(s2) * jax.random.normal(key, (400_000,), jnp.float64)
+    x0 = mu + np.sqrt(s2) * jnp.asarray(np.random.default_rng(0).standard_normal(400_000))
     w = jnp.exp(-0.5 * (x.reshape(2, 1) - x0[None]) ** 2 / sigma**2)
     mc = jnp.sum(w * x0, 1) / jnp.sum(w, 1)
     np.testing.assert_allclose(den(x, sigma).reshape(2), mc, atol=2e-3)
@@ -50,9 +50,10 @@ def test_tv_matches_skimage_chambolle():
 
 def test_dncnn_shapes_batching_and_gray(key):
     module = DnCNN(key, channels=3, features=8, depth=3)
+    # one compiled call per input shape: sigma is always an array (a traced argument), never a Python float
     call = eqx.filter_jit(lambda m, x, s: m(x, s))
-    net = lambda x, s: call(module, x, s)  # noqa: E731
-    x = jax.random.uniform(jax.random.key(1), (2, 3, 16, 16, 3))
+    net = lambda x, s: call(module, x, jnp.asarray(s, jnp.float32))  # noqa: E731
+    x = jnp.asarray(np.random.default_rng(1).random((2, 3, 16, 16, 3), np.float32))
     out = net(x, 0.1)
     assert out.shape == x.shape and out.dtype == jnp.float32
     np.testing.assert_allclose(out[1, 2], net(x[1, 2], 0.1), atol=1e-5)
@@ -65,7 +66,7 @@ def test_dncnn_shapes_batching_and_gray(key):
     # noise-scaled output: D(x, 0) = x exactly; residual form: it is not
     np.testing.assert_array_equal(net(x, 0.0), x)
     plain = DnCNN(key, channels=3, features=8, depth=3, noise_scaled=False)
-    assert float(jnp.max(jnp.abs(call(plain, x, 0.0) - x))) > 1e-4
+    assert float(jnp.max(jnp.abs(call(plain, x, jnp.float32(0.0)) - x))) > 1e-4
     with pytest.raises(ValueError, match="channels"):
         module(jnp.zeros((16, 16, 2)), 0.1)
     with pytest.raises(ValueError, match="sigma"):
@@ -77,7 +78,7 @@ def test_dncnn_shapes_batching_and_gray(key):
 def test_gradient_step_denoiser_is_gradient_of_potential(x64, key):
     mu, s2, sigma = 0.4, 0.05, 0.2
     gs = GradientStepDenoiser(GaussianMMSEDenoiser(mu, s2))
-    x = jax.random.uniform(key, (2, 5, 5, 1), jnp.float64)
+    x = jnp.asarray(np.random.default_rng(2).random((2, 5, 5, 1)))
     # closed form: g = (sigma^2/(s^2+sigma^2))^2 |x - mu|^2 / 2
     c = (sigma**2 / (s2 + sigma**2)) ** 2
     np.testing.assert_allclose(gs(x, sigma), x - c * (x - mu), atol=1e-12)
@@ -102,7 +103,7 @@ def test_shipped_weights_reproduce_stated_psnr():
     assert isinstance(info["seed"], int) and "recipe" in info
     size = sum(a.size for a in jax.tree.leaves(eqx.filter(net, eqx.is_array)))
     assert size < 1_000_000
-    table = psnr_table(net, seed=info["seed"], size=256)
+    table = psnr_table(net, seed=info["seed"], size=256, tv=False)  # the network's column is the claim
     np.testing.assert_allclose(table["network"], info["psnr_table"]["network"], atol=0.02)
     # the trained network beats the noisy input by > 1.5 dB at every noise level (it does not beat TV
     # on these held-out images; the benchmark reports both)
