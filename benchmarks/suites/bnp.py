@@ -95,21 +95,41 @@ def _svi_setup(size, key):
     y = jax.random.randint(ky, (b,), 0, 2)
     num_data = 1000.0
     static = dict(in_features=d, width=w, truncation=k, num_samples=s, num_data=num_data, lr=1e-3)
+    seed = int(jax.random.randint(kn, (), 0, 2**31 - 1))
+    targs = (to_numpy(params), to_numpy(prior), seed, np.asarray(x), np.asarray(y))
+    # the kernel's own draws (same key): the agreement check runs the reference on them
     noise = to_numpy(model.sample_noise(kn, params, s))
-    targs = (to_numpy(params), to_numpy(prior), noise, np.asarray(x), np.asarray(y))
     flops = 2.0 * 3.0 * s * b * ((d + 1) * w + k * (w + 1) * w + (w + 1) * 2)
-    return Case(args=(params, prior, kn, x, y), static=static, baseline_args={"torch": targs},
+    return Case(args=(params, prior, kn, x, y), static=static,
+                baseline_args={"torch": targs, "torch:check-noise": (noise,)},
                 work=s * b, work_unit="sample-examples", flops=flops)
 
 
-def _torch_svi_step(params, prior, noise, x, y, *, in_features, width, truncation, num_samples,
-                    num_data, lr, task=0):
-    """PyTorch reference, written like the official implementation: a Python loop over MC samples."""
+def _torch_device():
+    """The reference runs where the kernel runs: CUDA when JAX's backend is a GPU and torch sees one."""
     import torch
 
-    torch.manual_seed(0)
+    return "cuda" if jax.default_backend() == "gpu" and torch.cuda.is_available() else "cpu"
+
+
+def _torch_svi_step(params, prior, seed, x, y, *, in_features, width, truncation, num_samples,
+                    num_data, lr, task=0, noise=None):
+    """PyTorch reference, written like the official implementation: a Python loop over MC samples.
+
+    Each sample draws its own noise with torch's generator (``randn_like`` for the
+    weights, ``rand_like`` for the Concrete masks' logistic noise, ``Gamma(a, 1).rsample()``
+    for the sticks), as the official code does inside its forward pass, so both
+    sides pay for their random numbers. With ``noise`` given (the JAX kernel's
+    draws, for the agreement check) it uses those instead; the arithmetic is the same.
+    """
+    import torch
+
+    device = _torch_device()
+    gen = torch.Generator(device=device).manual_seed(int(seed))
 
     class GammaReparam(torch.autograd.Function):
+        """Given gamma draws with torch's implicit-reparameterisation gradient (as ``Gamma.rsample``)."""
+
         @staticmethod
         def forward(ctx, a, g):
             ctx.save_for_backward(a, g)
@@ -120,8 +140,10 @@ def _torch_svi_step(params, prior, noise, x, y, *, in_features, width, truncatio
             a, g = ctx.saved_tensors
             return grad * torch._standard_gamma_grad(a.expand_as(g), g), None
 
+    T = lambda a: torch.from_numpy(np.array(a)).to(device)  # noqa: E731  (a writable copy)
+
     def leaf(a):
-        return torch.tensor(np.asarray(a), requires_grad=True)
+        return T(a).requires_grad_(True)
 
     P = {n: {"loc": leaf(params[n]["loc"]), "log_scale": leaf(params[n]["log_scale"])}
          for n in ("w_in", "w_hidden", "w_head")}
@@ -130,16 +152,16 @@ def _torch_svi_step(params, prior, noise, x, y, *, in_features, width, truncatio
     flat = [P["w_in"]["loc"], P["w_in"]["log_scale"], P["w_hidden"]["loc"], P["w_hidden"]["log_scale"],
             P["w_head"]["loc"], P["w_head"]["log_scale"], P["gamma"], P["sticks"]["log_a"], P["sticks"]["log_b"]]
     opt = torch.optim.Adam(flat, lr=lr)
-    T = lambda a: torch.from_numpy(np.array(a))  # noqa: E731  (a writable copy)
     pr = {n: {"loc": T(prior[n]["loc"]), "scale": T(prior[n]["log_scale"]).exp()} for n in ("w_in", "w_hidden", "w_head")}
     pr_gamma = T(prior["gamma"])
     pa, pb = T(prior["sticks"]["log_a"]).exp(), T(prior["sticks"]["log_b"]).exp()
     xt, yt = T(x), T(y).long()
     tau = 0.2
     eps32 = float(np.finfo(np.float32).eps)
+    ones = torch.ones(xt.shape[0], 1, device=device)
 
     def aug(h):
-        return torch.cat([h, torch.ones(h.shape[0], 1)], dim=1)
+        return torch.cat([h, ones], dim=1)
 
     opt.zero_grad()
     a = P["sticks"]["log_a"].exp()
@@ -147,16 +169,26 @@ def _torch_svi_step(params, prior, noise, x, y, *, in_features, width, truncatio
     ll_sum = 0.0
     klz_sum = 0.0
     for s in range(num_samples):
-        w_in = P["w_in"]["loc"] + P["w_in"]["log_scale"].exp() * T(noise["eps_in"][s])
-        w_h = P["w_hidden"]["loc"] + P["w_hidden"]["log_scale"].exp() * T(noise["eps_hidden"][s])
-        w_o = P["w_head"]["loc"][task] + P["w_head"]["log_scale"][task].exp() * T(noise["eps_head"][s])
-        g1 = GammaReparam.apply(a, T(noise["g1"][s]))
-        g0 = GammaReparam.apply(b, T(noise["g0"][s]))
+        if noise is None:
+            e_in = torch.randn(P["w_in"]["loc"].shape, generator=gen, device=device)
+            e_h = torch.randn(P["w_hidden"]["loc"].shape, generator=gen, device=device)
+            e_o = torch.randn(P["w_head"]["loc"][task].shape, generator=gen, device=device)
+            u = torch.rand(P["gamma"].shape, generator=gen, device=device).clamp_(2.0**-24, 1.0 - 2.0**-24)
+            L = torch.log(u) - torch.log1p(-u)
+            g1 = GammaReparam.apply(a, torch._standard_gamma(a.detach().expand(truncation), generator=gen))
+            g0 = GammaReparam.apply(b, torch._standard_gamma(b.detach().expand(truncation), generator=gen))
+        else:
+            e_in, e_h, e_o = T(noise["eps_in"][s]), T(noise["eps_hidden"][s]), T(noise["eps_head"][s])
+            L = T(noise["logistic"][s])
+            g1 = GammaReparam.apply(a, T(noise["g1"][s]))
+            g0 = GammaReparam.apply(b, T(noise["g0"][s]))
+        w_in = P["w_in"]["loc"] + P["w_in"]["log_scale"].exp() * e_in
+        w_h = P["w_hidden"]["loc"] + P["w_hidden"]["log_scale"].exp() * e_h
+        w_o = P["w_head"]["loc"][task] + P["w_head"]["log_scale"][task].exp() * e_o
         log_pi = torch.cumsum(torch.log(g1) - torch.log(g1 + g0), 0).clamp(max=-eps32)[:, None, None]
         base = log_pi - torch.log(-torch.expm1(log_pi))
         q_logits = base + P["gamma"]
         p_logits = base + pr_gamma
-        L = T(noise["logistic"][s])
         yl = (q_logits + L) / tau
         z = torch.sigmoid(yl)
         tq = q_logits - tau * yl
@@ -189,11 +221,22 @@ def _torch_svi_step(params, prior, noise, x, y, *, in_features, width, truncatio
     new = {n: {"loc": P[n]["loc"].detach(), "log_scale": P[n]["log_scale"].detach()} for n in ("w_in", "w_hidden", "w_head")}
     new["gamma"] = P["gamma"].detach()
     new["sticks"] = {"log_a": P["sticks"]["log_a"].detach(), "log_b": P["sticks"]["log_b"].detach()}
+    if device == "cuda":
+        torch.cuda.synchronize()
     return {"loss": loss.detach(), "grads": grads, "params": new}
 
 
 def _svi_check(kernel_out, base_out, case):
-    k, b = to_numpy(kernel_out), to_numpy(base_out)
+    """The reference run on the kernel's own draws must agree with the kernel (loss, gradients,
+    update); the timed reference (its own draws) must give a finite result of the same structure."""
+    b_own = to_numpy(base_out)
+    assert jax.tree_util.tree_structure(b_own) == jax.tree_util.tree_structure(to_numpy(kernel_out)), "structures differ"
+    bad = [i for i, v in enumerate(jax.tree_util.tree_leaves(b_own)) if not np.all(np.isfinite(v))]
+    assert not bad, f"reference with its own draws: non-finite leaves {bad}"
+    (noise,) = case.baseline_args["torch:check-noise"]
+    params, prior, seed, x, y = case.baseline_args["torch"]
+    b = to_numpy(_torch_svi_step(params, prior, seed, x, y, noise=noise, **case.static))
+    k = to_numpy(kernel_out)
     np.testing.assert_allclose(k["loss"], b["loss"], rtol=1e-4, err_msg="loss")
     kg, kdef = jax.tree_util.tree_flatten(k["grads"])
     bg, bdef = jax.tree_util.tree_flatten(b["grads"])
@@ -207,8 +250,10 @@ def _svi_check(kernel_out, base_out, case):
         np.testing.assert_allclose(u, v, rtol=0, atol=2.01 * lr, err_msg="updated parameters")
 
 
-_SVI_NOTE = ("torch is given pre-drawn noise (its RNG is not timed); JAX draws its noise inside the step; "
-             "neither is pinned: torch runs with its default intra-op threads, JAX with its default CPU threads")
+_SVI_NOTE = ("both sides draw their own noise inside the timed step (torch: its generator, per sample, like the "
+             "official code; agreement checked by rerunning the reference on the kernel's draws); threads not "
+             "pinned: torch its default intra-op threads (one per core), JAX/XLA its default CPU thread pool")
+
 
 register(SpeedBenchmark(
     name="bnp.svi_step", family=FAMILY, kernel=svi_step, setup=_svi_setup,
