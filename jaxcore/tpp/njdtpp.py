@@ -116,21 +116,16 @@ class NJDTPP(JumpDiffusion):
         return self.diffusion_net(eta)
 
     def drift_and_diffusion(self, t, eta):
-        """Drift and diffusion in one pass: the two MLPs stacked into one of twice the width
-        (block-diagonal hidden layers), halving the number of small kernels per Euler step."""
+        """Drift and diffusion in one pass: the two MLPs' layers stacked (``[2, out, in]`` weights) and
+        applied as one batched contraction per layer, halving the number of small kernels per Euler step."""
         act = _ACTIVATIONS[self.activation]
-        K = eta.shape[0]
         a, b = self.drift_net.layers, self.diffusion_net.layers
-        x = eta
+        x = jnp.stack([eta, eta])
         for i, (la, lb) in enumerate(zip(a, b)):
-            if i == 0:
-                w = jnp.concatenate([la.weight, lb.weight], axis=0)
-            else:
-                w = jax.scipy.linalg.block_diag(la.weight, lb.weight)
-            x = w @ x + jnp.concatenate([la.bias, lb.bias])
+            x = jnp.einsum("goi,gi->go", jnp.stack([la.weight, lb.weight]), x) + jnp.stack([la.bias, lb.bias])
             if i < len(a) - 1:
                 x = act(x)
-        return x[:K], x[K:]
+        return x[0], x[1]
 
     def jump(self, t, eta):
         K = eta.shape[0]

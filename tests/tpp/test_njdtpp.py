@@ -19,6 +19,16 @@ def test_shapes_and_defaults():
     assert m2.drift_net.layers[0].weight.shape == (8, 2) and len(m2.jump_net.layers) == 2
 
 
+@pytest.mark.parametrize("depth", [0, 1, 2])
+def test_fused_drift_and_diffusion_equal_the_separate_networks(depth):
+    m = NJDTPP(3, key=jax.random.key(4), width=8, depth=depth, activation="softplus")
+    m = eqx.tree_at(lambda z: z.diffusion_net.layers[-1].bias, m, jnp.array([0.3, -0.2, 0.1]))
+    eta = jnp.array([0.4, -1.0, 2.0])
+    f, g = m.drift_and_diffusion(0.0, eta)
+    np.testing.assert_allclose(np.asarray(f), np.asarray(m.drift(0.0, eta)), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(m.diffusion(0.0, eta)), rtol=1e-6, atol=1e-7)
+
+
 def test_untrained_model_is_close_to_poisson_and_conventions_differ(x64):
     m = NJDTPP(1, key=jax.random.key(0), init_log_rate=np.log(0.5))
     b = EventBatch.from_sequences([[0.5, 1.0, 3.0]], T=4.0)
