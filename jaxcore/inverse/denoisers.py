@@ -305,6 +305,13 @@ class GradientStepDenoiser(AbstractDenoiser):
     gradient step on the explicit potential ``g_sigma``, as needed by RED/SNORE
     convergence theory. ``grad g = (I - J_N)^T (x - N(x))`` by one VJP.
 
+    No trained gradient-step weights ship with the package (``load_pretrained("gs-dncnn")``
+    raises ``FileNotFoundError``): training needs a double backward pass per step, about
+    three times the plain network's cost, beyond the CPU budget the shipped weights were
+    built in; ``python -m jaxcore.inverse.train_denoiser --gradient-step`` fine-tunes them
+    from the plain DnCNN. Wrapping the shipped DnCNN (``GradientStepDenoiser(load_pretrained())``)
+    gives a true gradient field whose denoising quality is untested.
+
     Attributes:
         network: the inner denoiser ``N``.
 

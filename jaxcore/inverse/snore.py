@@ -389,6 +389,7 @@ def restore_batch(
     operator_batched: bool = False,
     x0s=None,
     x_true=None,
+    batch_size: int | None = None,
     **kwargs,
 ) -> RestorationResult:
     """Run ``method`` on a batch of images and seeds, vmapped over both (jit it for speed).
@@ -403,6 +404,12 @@ def restore_batch(
         denoiser, schedule, sigma_y, kwargs: as in :func:`snore`.
         x0s: initial iterates ``[n_images, H, W, C]`` (default ``ys``).
         x_true: clean images ``[n_images, H, W, C]`` for PSNR tracking.
+        batch_size: run the ``n_images x n_seeds`` restorations in vmapped chunks of this many,
+            one chunk after the other (``jax.lax.map``), instead of all at once; ``None``
+            (default) vmaps all. On CPU, 256 x 256 images restore faster one at a time
+            (``batch_size=1``): the network's activations of one image stay in cache
+            (measured 1.5x on the DnCNN forward pass, 2 cores); small crops gain from
+            batching. Results are the same either way.
 
     Returns:
         :class:`RestorationResult` with ``x`` of shape ``[n_images, n_seeds, H, W, C]``
@@ -425,6 +432,20 @@ def restore_batch(
     def one(key, y, op, x0, xt):
         return fn(key, y, op, denoiser, schedule, sigma_y, x0=x0, x_true=xt, **kwargs)
 
-    over_seeds = jax.vmap(one, in_axes=(0, None, None, None, None))
-    over_images = jax.vmap(over_seeds, in_axes=(None, 0, op_axes, 0, 0 if x_true is not None else None))
-    return over_images(keys, ys, operator, x0s, x_true)
+    if batch_size is None:
+        over_seeds = jax.vmap(one, in_axes=(0, None, None, None, None))
+        over_images = jax.vmap(over_seeds, in_axes=(None, 0, op_axes, 0, 0 if x_true is not None else None))
+        return over_images(keys, ys, operator, x0s, x_true)
+    if not (isinstance(batch_size, (int, np.integer)) and batch_size >= 1):
+        raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
+    n_img, n_seeds = ys.shape[0], keys.shape[0]
+    img = jnp.repeat(jnp.arange(n_img), n_seeds)  # run r: image r // n_seeds, seed r % n_seeds
+    seed = jnp.tile(jnp.arange(n_seeds), n_img)
+
+    def run(idx):
+        i, j = idx
+        op = jax.tree.map(lambda a: a[i], operator) if operator_batched else operator
+        return one(keys[j], ys[i], op, x0s[i], None if x_true is None else x_true[i])
+
+    out = jax.lax.map(run, (img, seed), batch_size=int(batch_size))
+    return jax.tree.map(lambda a: a.reshape((n_img, n_seeds) + a.shape[1:]), out)

@@ -38,6 +38,8 @@ TRAIN_IMAGES = ("astronaut", "rocket", "motorcycle_left", "retina", "hubble_deep
 TEST_IMAGES = ("camera", "chelsea", "coffee")
 #: Noise levels of the PSNR table, in /255 units.
 TABLE_SIGMAS = (5, 10, 15, 25)
+#: Seed of the PSNR table's noise (numpy ``default_rng``), fixed whatever the training seed.
+TABLE_SEED = 0
 
 WEIGHTS_DIR = pathlib.Path(__file__).parent / "weights"
 
@@ -108,7 +110,10 @@ def main(argv=None) -> dict:
     if args.table_only:
         info = json.loads((args.out / f"{name}.json").read_text())
         model = load_pretrained("gs-dncnn" if args.gradient_step else "dncnn")
-        info["psnr_table"] = psnr_table(model, seed=info["seed"])
+        info["psnr_table"] = psnr_table(model, seed=TABLE_SEED)
+        info["table_seed"] = TABLE_SEED
+        info["psnr_table_protocol"] = ("mean PSNR (dB) over 256x256 central crops of the held-out images, "
+                                       f"noise from numpy default_rng({TABLE_SEED})")
         (args.out / f"{name}.json").write_text(json.dumps(info, indent=1))
         print(json.dumps(info["psnr_table"], indent=1))
         return info
@@ -179,7 +184,7 @@ def main(argv=None) -> dict:
                   f"psnr~{-10 * np.log10(np.mean(losses[-100:])):.2f} dB  {time.time() - t0:.0f}s", flush=True)
     train_s = time.time() - t0
     model = eqx.combine(params, static)
-    table = psnr_table(model, seed=args.seed)
+    table = psnr_table(model, seed=TABLE_SEED)
     args.out.mkdir(parents=True, exist_ok=True)
     eqx.tree_serialise_leaves(args.out / f"{name}.eqx", model)
     info = {
@@ -209,8 +214,9 @@ def main(argv=None) -> dict:
         "train_seconds": round(train_s, 1),
         "final_train_loss": float(np.mean(losses[-100:])),
         "psnr_table": table,
+        "table_seed": TABLE_SEED,
         "psnr_table_protocol": "mean PSNR (dB) over 256x256 central crops of the held-out images, "
-                               f"noise from numpy default_rng({args.seed})",
+                               f"noise from numpy default_rng({TABLE_SEED})",
         "versions": {"jax": jax.__version__, "equinox": eqx.__version__},
     }
     (args.out / f"{name}.json").write_text(json.dumps(info, indent=1))

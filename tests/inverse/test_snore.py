@@ -120,6 +120,14 @@ def test_tracking_and_inpainting_batch_of_operators():
     assert out.x.shape == (2, 3, 32, 32, 1) and out.psnr.shape == (2, 3, 4) and out.fidelity.shape == (2, 3, 4)
     # red is deterministic: seeds agree
     np.testing.assert_allclose(out.x[:, 0], out.x[:, 2], atol=1e-6)
+    # chunked runs (lax.map over vmapped pairs of runs, the last chunk padded) give the same results
+    chunked = restore_batch("red", jax.random.split(jax.random.key(1), 3), ys, ops, TVDenoiser(n_iter=10), sched,
+                            sigma_y, operator_batched=True, x_true=jnp.stack([x, x]), track=True, batch_size=4)
+    for a, b in zip(chunked, out):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    with pytest.raises(ValueError, match="batch_size"):
+        restore_batch("red", jax.random.split(jax.random.key(1), 3), ys, ops, TVDenoiser(n_iter=10), sched,
+                      sigma_y, operator_batched=True, batch_size=0)
 
 
 def test_errors():
