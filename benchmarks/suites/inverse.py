@@ -470,7 +470,8 @@ def _run_method(kind, seeds, ys, x0s, op, net, sched, sigma_y):
     """One compiled restoration per (method, operator type, shapes): reused across tasks and noise levels."""
     from jaxcore.inverse.snore import restore_batch
 
-    return restore_batch(kind, seeds, ys, op, net, sched, sigma_y, x0s=x0s).x
+    batch_size = 1 if jax.default_backend() == "cpu" else None  # one run at a time on CPU: see snore_kernel
+    return restore_batch(kind, seeds, ys, op, net, sched, sigma_y, x0s=x0s, batch_size=batch_size).x
 
 
 def _run_restoration(ctx) -> QualityResult:

@@ -14,6 +14,7 @@ from .denoisers import (
     GaussianMMSEDenoiser,
     GradientStepDenoiser,
     TVDenoiser,
+    conv3x3,
     load_pretrained,
     pretrained_info,
 )
@@ -49,7 +50,7 @@ from .snore import (
 __all__ = [
     "AbstractDenoiser", "AbstractOperator", "Blur", "DnCNN", "GaussianMMSEDenoiser", "GradientStepDenoiser",
     "Identity", "Inpainting", "METHODS", "PRETRAINED", "RestorationResult", "Schedule", "TVDenoiser",
-    "add_gaussian_noise", "annealed_schedule", "annealed_snore", "constant_schedule", "degrade",
+    "add_gaussian_noise", "annealed_schedule", "annealed_snore", "constant_schedule", "conv3x3", "degrade",
     "gaussian_kernel", "load_pretrained", "motion_kernel", "pnp_hqs", "pnp_pgd", "pretrained_info", "psnr",
     "random_mask", "red", "standard_normal", "restore_batch", "snore", "snore_prox", "ssim", "uniform_kernel",
 ]

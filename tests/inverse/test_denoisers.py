@@ -14,6 +14,7 @@ from jaxcore.inverse.denoisers import (
     load_pretrained,
     pretrained_info,
 )
+from jaxcore.inverse.denoisers import conv3x3
 
 
 def test_gaussian_mmse_is_posterior_mean(x64, key):
@@ -73,6 +74,30 @@ def test_dncnn_shapes_batching_and_gray(key):
         module(x, -0.1)
     with pytest.raises(ValueError, match=r"\[\.\.\., H, W, C\]"):
         module(jnp.zeros((16, 16)), 0.1)
+
+
+def test_conv3x3_gradients_match_autodiff_of_plain_convolution(x64):
+    """The custom VJP (flipped-kernel convolution) equals autodiff of lax.conv, first and second order."""
+    rng = np.random.default_rng(7)
+    h = jnp.asarray(rng.standard_normal((2, 6, 5, 3)))
+    w = jnp.asarray(rng.standard_normal((3, 3, 3, 4)))
+    g = jnp.asarray(rng.standard_normal((2, 6, 5, 4)))
+
+    def plain(h, w):
+        return jax.lax.conv_general_dilated(h, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    np.testing.assert_allclose(conv3x3(h, w), plain(h, w), atol=1e-12)
+    got, ref = (jax.vjp(f, h, w)[1](g) for f in (conv3x3, plain))
+    for a, b in zip(got, ref):  # cotangents of h and of w
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+    # second order, as in training the gradient-step denoiser: d/dw of a loss on the input-VJP
+    def loss(f, w):
+        _, vjp = jax.vjp(lambda u: jnp.tanh(f(u, w)), h)
+        return jnp.sum(vjp(g)[0] ** 2)
+
+    np.testing.assert_allclose(jax.grad(lambda w: loss(conv3x3, w))(w), jax.grad(lambda w: loss(plain, w))(w),
+                               rtol=1e-10, atol=1e-10)
 
 
 def test_gradient_step_denoiser_is_gradient_of_potential(x64, key):
