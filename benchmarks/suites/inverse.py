@@ -46,6 +46,17 @@ def _denoiser():
         return DnCNN(jax.random.key(0)), "random weights (no shipped file)"
 
 
+@functools.lru_cache(maxsize=None)
+def _restoration_denoiser():
+    """The shipped DnCNN with mirror-symmetric borders, for restoring small crops (see DnCNN.boundary)."""
+    from jaxcore.inverse.denoisers import load_pretrained
+
+    try:
+        return load_pretrained("dncnn", boundary="symmetric"), "shipped weights, symmetric boundary"
+    except FileNotFoundError:
+        return _denoiser()
+
+
 def _conv_flops_per_pixel(net) -> float:
     """Multiply-adds x 2 of all 3x3 convolutions per pixel of one image."""
     return float(sum(2 * 9 * w.shape[2] * w.shape[3] for w in net.weights))
@@ -483,7 +494,7 @@ def _run_restoration(ctx) -> QualityResult:
     from jaxcore.datasets.images import load_image
 
     p = ctx.params
-    net, wnote = _denoiser()
+    net, wnote = _restoration_denoiser()
     hw = int(p["crop"])
     methods = list(p["methods"])
     groups: dict[int, list] = {}

@@ -242,6 +242,13 @@ class DnCNN(AbstractDenoiser):
         channels: image channels the network was built for (static).
         noise_scaled: output parametrisation (static, see above).
         sigma_scale: multiplier of the noise-level input map (static).
+        boundary: "zeros" (each convolution zero-pads, as in training) or "symmetric"
+            (the image is first extended by ``depth`` pixels by mirror symmetry, the
+            network's receptive-field radius, and the output cropped back): border
+            pixels then see image-like context. Measured with the shipped weights on
+            held-out central crops (RGB, mean of camera/chelsea/coffee): +0.36 dB at
+            sigma 10/255 and +0.28 dB at 25/255 on 64 x 64 crops, +0.08 / +0.04 dB on
+            256 x 256; it costs ``((H + 2 depth) / H)^2`` the work (1.41x at 64 x 64).
 
     References:
         Zhang, Zuo, Chen, Meng & Zhang, "Beyond a Gaussian denoiser: residual
@@ -254,9 +261,10 @@ class DnCNN(AbstractDenoiser):
     channels: int = eqx.field(static=True)
     noise_scaled: bool = eqx.field(static=True)
     sigma_scale: float = eqx.field(static=True)
+    boundary: str = eqx.field(static=True)
 
     def __init__(self, key, *, channels: int = 3, features: int = 32, depth: int = 6, noise_scaled: bool = True,
-                 sigma_scale: float = 255.0 / 25.0):
+                 sigma_scale: float = 255.0 / 25.0, boundary: str = "zeros"):
         """Random (He-normal) initialisation.
 
         Args:
@@ -266,6 +274,7 @@ class DnCNN(AbstractDenoiser):
             depth: number of convolution layers (>= 2).
             noise_scaled: predict unit-variance noise scaled by sigma (True) or the noise itself.
             sigma_scale: multiplier of the noise-level map (1/c is the reference noise level).
+            boundary: "zeros" or "symmetric" (see the class docstring).
 
         Raises:
             ValueError: ``depth < 2`` or non-positive ``channels``/``features``.
@@ -288,6 +297,9 @@ class DnCNN(AbstractDenoiser):
         self.channels = channels
         self.noise_scaled = bool(noise_scaled)
         self.sigma_scale = float(sigma_scale)
+        if boundary not in ("zeros", "symmetric"):
+            raise ValueError(f"boundary must be 'zeros' or 'symmetric', got {boundary!r}")
+        self.boundary = boundary
 
     @property
     def depth(self) -> int:
@@ -321,7 +333,11 @@ class DnCNN(AbstractDenoiser):
         s = _sigma_for_batch(sigma, batch, x.dtype).reshape(-1)
         flat = x.reshape((-1,) + x.shape[-3:])
         inp = jnp.broadcast_to(flat, flat.shape[:-1] + (self.channels,)) if c != self.channels else flat
-        r = self.residual(inp, s)
+        if self.boundary == "symmetric":
+            p = self.depth
+            r = self.residual(jnp.pad(inp, ((0, 0), (p, p), (p, p), (0, 0)), mode="symmetric"), s)[:, p:-p, p:-p]
+        else:
+            r = self.residual(inp, s)
         if self.noise_scaled:
             r = r * s[:, None, None, None]
         if c != self.channels:
@@ -382,17 +398,19 @@ def pretrained_info(name: str = "dncnn") -> dict:
     return json.loads(path.read_text())
 
 
-def load_pretrained(name: str = "dncnn") -> AbstractDenoiser:
+def load_pretrained(name: str = "dncnn", *, boundary: str = "zeros") -> AbstractDenoiser:
     """The shipped trained denoiser ``name`` ("dncnn" or "gs-dncnn").
 
     The architecture is read from the JSON beside the weights; see
-    :func:`pretrained_info` for the training recipe, seed and held-out PSNR.
+    :func:`pretrained_info` for the training recipe, seed and held-out PSNR
+    (stated for ``boundary="zeros"``, the training setting). ``boundary`` is
+    :class:`DnCNN`'s border handling ("symmetric" helps small crops).
 
     Returns:
         A :class:`DnCNN` (or :class:`GradientStepDenoiser` around one), float32.
 
     Raises:
-        ValueError: unknown ``name``.
+        ValueError: unknown ``name`` or ``boundary``.
         FileNotFoundError: the weight files are missing from the installation.
     """
     info = pretrained_info(name)
@@ -400,7 +418,8 @@ def load_pretrained(name: str = "dncnn") -> AbstractDenoiser:
     # shapes only (no random initialisation to compute): the file supplies every array
     net = eqx.filter_eval_shape(
         lambda: DnCNN(jax.random.key(0), channels=arch["channels"], features=arch["features"], depth=arch["depth"],
-                      noise_scaled=arch.get("noise_scaled", False), sigma_scale=arch.get("sigma_scale", 1.0)))
+                      noise_scaled=arch.get("noise_scaled", False), sigma_scale=arch.get("sigma_scale", 1.0),
+                      boundary=boundary))
     model: AbstractDenoiser = GradientStepDenoiser(net) if arch.get("gradient_step") else net
     path = _WEIGHTS_DIR / PRETRAINED[name][0]
     if not path.exists():

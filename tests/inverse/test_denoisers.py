@@ -68,6 +68,12 @@ def test_dncnn_shapes_batching_and_gray(key):
     np.testing.assert_array_equal(net(x, 0.0), x)
     plain = DnCNN(key, channels=3, features=8, depth=3, noise_scaled=False)
     assert float(jnp.max(jnp.abs(call(plain, x, jnp.float32(0.0)) - x))) > 1e-4
+    # symmetric boundary: the network on the mirror-extended image, cropped back
+    sym = DnCNN(key, channels=3, features=8, depth=3, boundary="symmetric")
+    xp = jnp.pad(x[0], ((0, 0), (3, 3), (3, 3), (0, 0)), mode="symmetric")
+    np.testing.assert_allclose(call(sym, x[0], jnp.float32(0.1)), net(xp, 0.1)[:, 3:-3, 3:-3], atol=1e-6)
+    with pytest.raises(ValueError, match="boundary"):
+        DnCNN(key, channels=3, features=8, depth=3, boundary="reflect")
     with pytest.raises(ValueError, match="channels"):
         module(jnp.zeros((16, 16, 2)), 0.1)
     with pytest.raises(ValueError, match="sigma"):
