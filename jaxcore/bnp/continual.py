@@ -13,6 +13,9 @@ Methods (all on the same residual network, same optimiser and step budget):
 
 Runs are ``vmap``-ed over seeds; the loop over the (few) tasks is a Python loop
 around one compiled training function (its shapes do not change with the task).
+Two compiled training functions serve the four methods: adaptive and VCL share
+one (structure adaptation is a traced switch), fine-tuning and EWC the other
+(the EWC strength is traced); they are cached across calls with equal shapes.
 
 Metrics: the accuracy matrix ``R[t, j]`` (accuracy on task ``j`` after training
 task ``t``), :func:`average_accuracy`, :func:`backward_transfer`,
@@ -28,6 +31,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -203,6 +207,14 @@ def _det_forward(model: AdaptiveMLP, weights, x, task):
 def run_continual(method: str, model: AdaptiveMLP, tasks, keys, config: ContinualConfig = ContinualConfig()):
     """Train ``method`` on the task sequence, once per key (``vmap`` over seeds).
 
+    Compiled functions are shared: ``"adaptive"`` and ``"vcl"`` run the same
+    compiled training step (structure adaptation is a traced switch), as do
+    ``"finetune"`` and ``"ewc"`` (the EWC strength is traced; fine-tuning is
+    ``lambda = 0``); learning rate, KL weight and EWC strength are traced too,
+    and the tasks of a sequence share one compilation. Only the shapes (model,
+    data, number of seeds) and the static budget (``num_steps``, ``batch_size``,
+    ``num_samples``, ``fisher_samples``) select a compilation.
+
     Args:
         method: one of ``METHODS``.
         model: the network; for ``"vcl"``, ``"finetune"`` and ``"ewc"`` its
@@ -222,6 +234,8 @@ def run_continual(method: str, model: AdaptiveMLP, tasks, keys, config: Continua
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     _check_int("num_steps", config.num_steps, 1)
     _check_int("batch_size", config.batch_size, 1)
+    _check_int("num_samples", config.num_samples, 1)
+    _check_int("fisher_samples", config.fisher_samples, 1)
     _check_positive("learning_rate", config.learning_rate)
     x_train = jnp.asarray(tasks.x_train)
     x_test = jnp.asarray(tasks.x_test)
@@ -230,12 +244,9 @@ def run_continual(method: str, model: AdaptiveMLP, tasks, keys, config: Continua
     num_tasks = x_train.shape[0]
     data = (x_train, jnp.asarray(tasks.y_train), jnp.asarray(tasks.n_train),
             x_test, jnp.asarray(tasks.y_test), jnp.asarray(tasks.n_test))
-    if method in ("vcl", "finetune", "ewc"):
-        model = _replace(model, adapt_structure=False)
-    heads = model.num_heads
-    run = _bayes_run if method in ("adaptive", "vcl") else _det_run
-    results = run(model, data, keys, config, num_tasks, heads, method)
-    return results
+    if method in ("adaptive", "vcl"):
+        return _bayes_run(model, data, keys, config, num_tasks, method == "adaptive")
+    return _det_run(model, data, keys, config, num_tasks, method == "ewc")
 
 
 def _replace(model, **changes):
@@ -258,32 +269,42 @@ def _evaluate(predict, data, masks_all, params, num_tasks, heads):
     return jax.vmap(on)(jnp.arange(num_tasks))
 
 
-def _bayes_run(model, data, keys, config, num_tasks, heads, method):
-    # the data are arguments of the compiled functions (never closed-over constants)
+@functools.lru_cache(maxsize=16)
+def _bayes_fns(model, num_steps, batch_size, num_samples, num_tasks):
+    """Compiled (seed-vmapped) training, prior update, hard masks and evaluation, shared by adaptive and VCL."""
+    heads = model.num_heads
 
-    def train(params, prior, key, t, x_train, y_train, n_train):
-        return fit(
+    def train(params, prior, key, t, adapt, lr, kl_weight, x_train, y_train, n_train):
+        params = fit(
             model, params, prior, key, x_train[t], y_train[t], n_train[t], _head_of(t, heads),
-            num_steps=config.num_steps, batch_size=config.batch_size, num_samples=config.num_samples,
-            learning_rate=config.learning_rate, kl_weight=config.kl_weight,
+            num_steps=num_steps, batch_size=batch_size, num_samples=num_samples,
+            learning_rate=lr, kl_weight=kl_weight, adapt=adapt,
         )[0]
+        new_prior = model.posterior_to_prior(prior, params, _head_of(t, heads))
+        return params, new_prior, model.hard_masks(params, adapt)
 
-    train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0, None, None, None, None)))
+    train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0) + (None,) * 7))
     evaluate = jax.jit(jax.vmap(
         lambda p, m, d: _evaluate(model.predict_logits, d, m, p, num_tasks, heads), in_axes=(0, 0, None)))
-    hard = jax.jit(jax.vmap(model.hard_masks))
+    return train, evaluate
 
+
+def _bayes_run(model, data, keys, config, num_tasks, adapt):
+    # the data and the hyper-parameters are arguments of the compiled functions (never closed-over constants)
+    if not model.adapt_structure:
+        model = _replace(model, adapt_structure=True)
+    train, evaluate = _bayes_fns(model, config.num_steps, config.batch_size, config.num_samples, num_tasks)
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
     params = jax.vmap(model.init)(init_keys)
     prior = jax.vmap(lambda _: model.init_prior())(keys)
     seeds = keys.shape[0]
     stored = jnp.zeros((seeds, num_tasks) + model.mask_shape(), bool)
+    hyper = (jnp.asarray(adapt), jnp.float32(config.learning_rate), jnp.float32(config.kl_weight))
     rows = []
     for t in range(num_tasks):
         tk = jax.vmap(lambda k: jax.random.fold_in(k, t + 1))(keys)
-        params = train(params, prior, tk, t, *data[:3])
-        prior = jax.vmap(model.posterior_to_prior, in_axes=(0, 0, None))(prior, params, min(t, heads - 1))
-        stored = stored.at[:, t].set(hard(params))
+        params, prior, masks = train(params, prior, tk, jnp.int32(t), *hyper, *data[:3])
+        stored = stored.at[:, t].set(masks)
         rows.append(evaluate(params, stored, data))
     return _finish(rows, stored, num_tasks, len(model.mask_shape()) - 1)
 
@@ -299,49 +320,53 @@ def _finish(rows, stored, num_tasks, layer_ndim):
     return ContinualResult(acc, stored, depth, frac, union)
 
 
-def _det_run(model, data, keys, config, num_tasks, heads, method):
-    optimizer = optax.adam(config.learning_rate)
-    ewc = method == "ewc"
+@functools.lru_cache(maxsize=16)
+def _det_fns(model, num_steps, batch_size, fisher_samples, num_tasks):
+    """Compiled (seed-vmapped) training and evaluation shared by fine-tuning and EWC (``lambda`` traced)."""
+    heads = model.num_heads
 
     def nll(w, x, y, head):
         logp = jax.nn.log_softmax(_det_forward(model, w, x, head))
         return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=-1))
 
-    def train(w, anchor, fisher, key, t, x_train, y_train, n_train):
+    def train(w, anchor, fisher, key, t, ewc_lambda, lr, x_train, y_train, n_train):
         head = _head_of(t, heads)
+        optimizer = optax.flatten(optax.adam(lr))  # one flat moment vector (fewer fusions to compile)
 
         def loss(w, x, y):
-            out = nll(w, x, y, head)
-            if ewc:
-                pen = jax.tree.map(lambda f, a, b: jnp.sum(f * jnp.square(a - b)), fisher, w, anchor)
-                out = out + 0.5 * config.ewc_lambda * sum(jax.tree.leaves(pen))
-            return out
+            pen = jax.tree.map(lambda f, a, b: jnp.sum(f * jnp.square(a - b)), fisher, w, anchor)
+            return nll(w, x, y, head) + 0.5 * ewc_lambda * sum(jax.tree.leaves(pen))
 
         def body(carry, k):
             w, opt = carry
-            idx = jax.random.randint(k, (config.batch_size,), 0, n_train[t])
+            idx = jax.random.randint(k, (batch_size,), 0, n_train[t])
             g = jax.grad(loss)(w, x_train[t][idx], y_train[t][idx])
             upd, opt = optimizer.update(g, opt, w)
             return (optax.apply_updates(w, upd), opt), None
 
-        (w, _), _ = jax.lax.scan(body, (w, optimizer.init(w)), jax.random.split(key, config.num_steps))
-        if ewc:
-            kf = jax.random.fold_in(key, 7)
-            idx = jax.random.randint(kf, (config.fisher_samples,), 0, n_train[t])
+        (w, _), _ = jax.lax.scan(body, (w, optimizer.init(w)), jax.random.split(key, num_steps))
+        # diagonal empirical Fisher of this task (used by EWC; fine-tuning has lambda = 0)
+        kf = jax.random.fold_in(key, 7)
+        idx = jax.random.randint(kf, (fisher_samples,), 0, n_train[t])
 
-            def per_example(x, y):
-                g = jax.grad(nll)(w, x[None], y[None], head)
-                return jax.tree.map(jnp.square, g)
+        def per_example(x, y):
+            g = jax.grad(nll)(w, x[None], y[None], head)
+            return jax.tree.map(jnp.square, g)
 
-            f_t = jax.tree.map(lambda g: jnp.mean(g, 0), jax.vmap(per_example)(x_train[t][idx], y_train[t][idx]))
-            fisher = jax.tree.map(jnp.add, fisher, f_t)
-            anchor = w
-        return w, anchor, fisher
+        f_t = jax.tree.map(lambda g: jnp.mean(g, 0), jax.vmap(per_example)(x_train[t][idx], y_train[t][idx]))
+        return w, w, jax.tree.map(jnp.add, fisher, f_t)
 
-    train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0, 0, None, None, None, None)))
+    train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0, 0) + (None,) * 6))
+    all_on = jnp.ones((num_tasks,) + tuple(model.mask_shape()), bool)
     evaluate = jax.jit(jax.vmap(lambda w, d: _evaluate(
-        lambda p, m, x, h: _det_forward(model, p, x, h), d,
-        jnp.ones((num_tasks,) + tuple(model.mask_shape()), bool), w, num_tasks, heads), in_axes=(0, None)))
+        lambda p, m, x, h: _det_forward(model, p, x, h), d, all_on, w, num_tasks, heads), in_axes=(0, None)))
+    return train, evaluate
+
+
+def _det_run(model, data, keys, config, num_tasks, ewc):
+    if not model.adapt_structure:
+        model = _replace(model, adapt_structure=True)  # the same compiled functions for either flag
+    train, evaluate = _det_fns(model, config.num_steps, config.batch_size, config.fisher_samples, num_tasks)
 
     def init(k):
         p = model.init(jax.random.fold_in(k, 0))
@@ -350,10 +375,11 @@ def _det_run(model, data, keys, config, num_tasks, heads, method):
     w = jax.vmap(init)(keys)
     anchor = w
     fisher = jax.tree.map(jnp.zeros_like, w)
+    hyper = (jnp.float32(config.ewc_lambda if ewc else 0.0), jnp.float32(config.learning_rate))
     rows = []
     for t in range(num_tasks):
         tk = jax.vmap(lambda k: jax.random.fold_in(k, t + 1))(keys)
-        w, anchor, fisher = train(w, anchor, fisher, tk, t, *data[:3])
+        w, anchor, fisher = train(w, anchor, fisher, tk, jnp.int32(t), *hyper, *data[:3])
         rows.append(evaluate(w, data))
     stored = jnp.ones((keys.shape[0], num_tasks) + model.mask_shape(), bool)
     return _finish(rows, stored, num_tasks, len(model.mask_shape()) - 1)

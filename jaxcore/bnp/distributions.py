@@ -331,9 +331,8 @@ def _ibp_from_uniforms(u_old, u_new, alpha, max_features: int):
 
     def step(carry, inp):
         counts, k_plus, overflow = carry
-        i, u_row, u_poi = inp
+        i, u_row, n_new = inp
         existing = (cols < k_plus) & (u_row * i < counts)
-        n_new = _poisson_inverse_cdf(u_poi, alpha / i, max_features)
         fresh = (cols >= k_plus) & (cols < k_plus + n_new)
         row = existing | fresh
         new_k = jnp.minimum(k_plus + n_new, max_features)
@@ -343,7 +342,10 @@ def _ibp_from_uniforms(u_old, u_new, alpha, max_features: int):
     n = u_old.shape[0]
     init = (jnp.zeros(max_features, u_old.dtype), jnp.int32(0), jnp.int32(0))
     idx = jnp.arange(1, n + 1, dtype=u_old.dtype)
-    (_, k_plus, overflow), z = jax.lax.scan(step, init, (idx, u_old, u_new))
+    # new dishes of every customer at once (their rates alpha / i are known up front); the scan only
+    # carries the dish counts
+    n_new = jax.vmap(lambda u, i: _poisson_inverse_cdf(u, alpha / i, max_features))(u_new, idx)
+    (_, k_plus, overflow), z = jax.lax.scan(step, init, (idx, u_old, n_new))
     return z, k_plus, overflow
 
 

@@ -21,11 +21,15 @@ from jaxcore.bnp.distributions import (
 )
 
 
+# one compilation for every (a, b): the concentrations are traced arguments
+_sticks_40k = jax.jit(lambda a, b: StickBreakingBetaProcess(a, b, 6).sample(jax.random.key(1), (40_000,)))
+
+
 @pytest.mark.parametrize("a,b", [(2.0, 1.0), (0.7, 1.5), (5.0, 2.0)])
 def test_stick_breaking_mean_matches_closed_form(a, b):
     k, n = 6, 40_000
     d = StickBreakingBetaProcess(a, b, k)
-    pi = np.asarray(d.sample(jax.random.key(1), (n,)))
+    pi = np.asarray(_sticks_40k(jnp.float32(a), jnp.float32(b)))
     exact = (a / (a + b)) ** np.arange(1, k + 1)
     se = pi.std(0) / np.sqrt(n)
     assert np.all(np.abs(pi.mean(0) - exact) < 4 * se + 1e-7)
@@ -35,14 +39,20 @@ def test_stick_breaking_mean_matches_closed_form(a, b):
 
 def test_stick_breaking_log_prob_change_of_variables(x64):
     a, b = 2.5, 1.5
-    d = StickBreakingBetaProcess(a, b, 3)
     nu = jnp.array([[0.3, 0.9, 0.5], [0.95, 0.2, 0.01]])
-    pi = jnp.cumprod(nu, -1)
-    beta = nd.Beta(a, b)
-    expected = beta.log_prob(nu).sum(-1) - jnp.log(pi[:, 0]) - jnp.log(pi[:, 1])
-    np.testing.assert_allclose(d.log_prob(pi), expected, rtol=1e-12)
-    # K = 1 is a Beta
-    np.testing.assert_allclose(StickBreakingBetaProcess(a, b, 1).log_prob(nu[:, :1]), beta.log_prob(nu[:, 0]), rtol=1e-12)
+
+    @jax.jit  # one compilation instead of one per eager float64 op
+    def both(nu):
+        pi = jnp.cumprod(nu, -1)
+        beta = nd.Beta(a, b)
+        expected = beta.log_prob(nu).sum(-1) - jnp.log(pi[:, 0]) - jnp.log(pi[:, 1])
+        # K = 1 is a Beta
+        return (StickBreakingBetaProcess(a, b, 3).log_prob(pi), expected,
+                StickBreakingBetaProcess(a, b, 1).log_prob(nu[:, :1]), beta.log_prob(nu[:, 0]))
+
+    got, expected, got1, expected1 = both(nu)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    np.testing.assert_allclose(got1, expected1, rtol=1e-12)
 
 
 def test_stick_breaking_density_integrates_to_one(x64):
@@ -100,13 +110,15 @@ def test_ibp_log_prob_brute_force_mass(x64):
 def test_ibp_sampler_frequencies_match_log_prob():
     alpha, n, f, draws = 1.0, 2, 3, 30_000
     keys = jax.random.split(jax.random.key(11), draws)
-    z = np.asarray(jax.vmap(lambda k: ibp_sample(k, alpha, n, f)[0])(keys))
+    z = np.asarray(jax.jit(jax.vmap(lambda k: ibp_sample(k, alpha, n, f)[0]))(keys))
     d = IndianBuffetProcess(alpha, n, f)
     codes = z.reshape(draws, -1) @ (1 << np.arange(n * f))
     freq = np.bincount(codes, minlength=1 << (n * f)) / draws
     mats = np.stack([np.array([(c >> i) & 1 for i in range(n * f)], bool).reshape(n, f) for c in range(1 << (n * f))])
-    p = np.exp(np.asarray(d.log_prob(mats), np.float64))
-    fits = np.asarray(d.log_prob(mats)) > -np.inf
+    log_prob = jax.jit(d.log_prob)
+    lp = np.asarray(log_prob(mats), np.float64)
+    p = np.exp(lp)
+    fits = lp > -np.inf
     assert np.all(freq[~fits] == 0)  # the sampler never produces a non-left-ordered matrix
     # where nothing overflowed (K+ <= 3 here has probability > 0.9), frequencies match the pmf
     se = np.sqrt(p * (1 - p) / draws)
@@ -115,7 +127,7 @@ def test_ibp_sampler_frequencies_match_log_prob():
     # IBP distribution sample() goes through the same process
     zs = d.sample(jax.random.key(0), (5,))
     assert zs.shape == (5, n, f)
-    assert np.all(np.isfinite(np.asarray(d.log_prob(zs))))
+    assert np.all(np.isfinite(np.asarray(jax.jit(d.log_prob)(zs))))
 
 
 def test_bernoulli_process_mask_matches_bernoulli(x64):
@@ -220,12 +232,14 @@ def test_usable_inside_numpyro_model():
     assert np.isfinite(lp)
 
 
+_stick_mean_grad = jax.jit(jax.grad(  # (a, b) traced: one compilation for both sampling paths
+    lambda a, b: StickBreakingBetaProcess(a, b, 2).sample(jax.random.key(4), (100_000,))[:, 0].mean()))
+
+
 @pytest.mark.parametrize("a,b", [(3.0, 1.0), (2.0, 2.0), (0.5, 1.0), (0.4, 0.7)])
 def test_stick_reparameterisation_gradient(a, b):
     # d/da E[nu_1] = b / (a + b)^2 for nu_1 ~ Beta(a, b); both the inverse-CDF (b = 1) and gamma paths
-    n = 100_000
-    f = jax.jit(jax.grad(lambda a: StickBreakingBetaProcess(a, b, 2).sample(jax.random.key(4), (n,))[:, 0].mean()))
-    g = float(f(a))
+    g = float(_stick_mean_grad(jnp.float32(a), jnp.float32(b)))
     # pathwise derivative samples have sd well below 1 here; a 4% tolerance is > 5 standard errors
     np.testing.assert_allclose(g, b / (a + b) ** 2, rtol=0.04)
 
@@ -233,8 +247,10 @@ def test_stick_reparameterisation_gradient(a, b):
 def test_gamma_rsample_distribution_and_gradient():
     from jaxcore.bnp.distributions import gamma_rsample
 
+    draw = jax.jit(jax.value_and_grad(lambda a: gamma_rsample(jax.random.key(0), a, (40_000,)).mean()))
+    sample = jax.jit(lambda a: gamma_rsample(jax.random.key(0), a, (40_000,)))
     for a in (0.3, 1.0, 4.0):
-        x = np.asarray(gamma_rsample(jax.random.key(0), a, (40_000,)), np.float64)
+        x = np.asarray(sample(jnp.float32(a)), np.float64)
         assert stats.kstest(x, stats.gamma(a).cdf).pvalue > 1e-3
-        g = float(jax.grad(lambda a: gamma_rsample(jax.random.key(0), a, (40_000,)).mean())(a))
+        g = float(draw(jnp.float32(a))[1])
         assert abs(g - 1.0) < 0.03  # d/da E[x] = 1

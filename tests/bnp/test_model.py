@@ -8,6 +8,12 @@ import pytest
 from jaxcore.bnp.model import AdaptiveCNN, AdaptiveMLP, fit
 
 
+# jitted: eager sampling would compile each of its many small operations separately
+_sample_noise = jax.jit(lambda model, key, params, s: model.sample_noise(key, params, s), static_argnums=(0, 3))
+_init = jax.jit(lambda model, key: model.init(key), static_argnums=0)
+_init_prior = jax.jit(lambda model: model.init_prior(), static_argnums=0)
+
+
 def _mlp(**kw):
     return AdaptiveMLP(6, 8, 3, 2, 3, **kw)
 
@@ -24,9 +30,9 @@ def test_elbo_and_gradient_finite(key, tau):
 
     @jax.jit
     def value_and_grad(gamma):
-        params = model.init(key)
+        params = _init(model, key)
         params["gamma"] = params["gamma"] + gamma
-        f = lambda p: model.elbo(p, model.init_prior(), jax.random.key(2), x, y, 1, 100.0, 4)[0]
+        f = lambda p: model.elbo(p, _init_prior(model), jax.random.key(2), x, y, 1, 100.0, 4)[0]
         return jax.value_and_grad(f)(params)
 
     for gamma in (-30.0, 0.0, 30.0):
@@ -40,23 +46,23 @@ def test_elbo_and_gradient_finite(key, tau):
 @pytest.mark.slow
 def test_cnn_elbo_and_gradient_finite(key):
     model = AdaptiveCNN(1, 4, 2, 2, 3, temperature=0.1, prior_temperature=0.1)
-    params = model.init(key)
+    params = _init(model, key)
     x = jax.random.uniform(jax.random.key(1), (5, 8, 8, 1))
     y = jnp.array([0, 1, 2, 0, 1])
-    v, g = jax.jit(jax.value_and_grad(lambda p: model.elbo(p, model.init_prior(), key, x, y, 0, 50.0, 3)[0]))(params)
+    v, g = jax.jit(jax.value_and_grad(lambda p: model.elbo(p, _init_prior(model), key, x, y, 0, 50.0, 3)[0]))(params)
     assert np.isfinite(v) and all(np.all(np.isfinite(np.asarray(l))) for l in jax.tree.leaves(g))
     # flattened images are accepted too
-    v2 = jax.jit(lambda p: model.elbo(p, model.init_prior(), key, x.reshape(5, 64), y, 0, 50.0, 3)[0])(params)
+    v2 = jax.jit(lambda p: model.elbo(p, _init_prior(model), key, x.reshape(5, 64), y, 0, 50.0, 3)[0])(params)
     np.testing.assert_allclose(v, v2, rtol=1e-6)
     assert model.hard_masks(params).shape == (2, 4)
 
 
 def test_vmapped_samples_equal_average_of_single_samples(key):
     model = _mlp()
-    params = model.init(key)
-    prior = model.init_prior()
+    params = _init(model, key)
+    prior = _init_prior(model)
     x, y = _data(jax.random.key(3))
-    noise = model.sample_noise(jax.random.key(4), params, 3)
+    noise = _sample_noise(model, jax.random.key(4), params, 3)
     ef = jax.jit(lambda nz: model.elbo_from_noise(params, prior, nz, x, y, 0, 50.0)[0])
     full = ef(noise)
     singles = [ef(jax.tree.map(lambda a: a[s:s + 1], noise)) for s in range(3)]
@@ -67,14 +73,16 @@ def test_vmapped_samples_equal_average_of_single_samples(key):
 
 def test_elbo_gradient_matches_finite_differences(x64, key):
     model = _mlp()
-    params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), model.init(key))
+    params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), _init(model, key))
     params["gamma"] = params["gamma"] + 0.3
-    prior = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), model.init_prior())
+    prior = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), _init_prior(model))
     x, y = _data(jax.random.key(5))
     x = x.astype(jnp.float64)
-    noise = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), model.sample_noise(jax.random.key(6), params, 2))
-    f = jax.jit(lambda p: model.elbo_from_noise(p, prior, noise, x, y, 1, 40.0)[0])
-    g = jax.jit(jax.grad(f))(params)
+    noise = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), _sample_noise(model, jax.random.key(6), params, 2))
+    # one compilation: the finite differences read the value of the same value-and-gradient function
+    vg = jax.jit(jax.value_and_grad(lambda p: model.elbo_from_noise(p, prior, noise, x, y, 1, 40.0)[0]))
+    f = lambda p: vg(p)[0]  # noqa: E731
+    g = vg(params)[1]
     eps = 1e-6
     for path in [("w_in", "loc", (2, 3)), ("w_hidden", "log_scale", (1, 4, 5)), ("gamma", None, (0, 8, 7)),
                  ("w_head", "loc", (1, 8, 2)), ("w_head", "log_scale", (1, 3, 0))]:
@@ -94,7 +102,7 @@ def test_elbo_gradient_matches_finite_differences(x64, key):
 
 def test_zero_masks_make_hidden_layers_identity(key):
     model = _mlp()
-    params = model.init(key)
+    params = _init(model, key)
     x, _ = _data(jax.random.key(7))
     zero = jnp.zeros(model.mask_shape(), bool)
     out = model.predict_logits(params, zero, x, 1)
@@ -111,7 +119,7 @@ def test_zero_masks_make_hidden_layers_identity(key):
 
 def test_hard_masks_threshold_on_expected_pi(key):
     model = _mlp(alpha=3.0, beta=1.0)
-    params = model.init(key)
+    params = _init(model, key)
     # E[pi] = (3/4)^k: logits log(3) [k=1], log(0.5625/0.4375) [k=2], log(0.421875/0.578125) < 0 [k=3]
     masks = np.asarray(model.hard_masks(params))
     assert masks[0].all() and masks[1].all() and not masks[2].any()
@@ -123,8 +131,8 @@ def test_hard_masks_threshold_on_expected_pi(key):
 
 def test_posterior_to_prior_keeps_untrained_heads(key):
     model = _mlp()
-    params = jax.tree.map(lambda a: a + 1.0, model.init(key))
-    prior = model.init_prior()
+    params = jax.tree.map(lambda a: a + 1.0, _init(model, key))
+    prior = _init_prior(model)
     new = model.posterior_to_prior(prior, params, 0)
     np.testing.assert_array_equal(new["w_in"]["loc"], params["w_in"]["loc"])
     np.testing.assert_array_equal(new["w_head"]["loc"][0], params["w_head"]["loc"][0])
@@ -137,7 +145,7 @@ def test_fit_increases_elbo(key):
     model = _mlp()
     x, y = _data(jax.random.key(8), n=64)
     y = (x[:, 0] > 0).astype(jnp.int32)
-    params, losses = fit(model, model.init(key), model.init_prior(), key, x, y, 64, 0,
+    params, losses = fit(model, _init(model, key), _init_prior(model), key, x, y, 64, 0,
                          num_steps=150, batch_size=32, num_samples=2, learning_rate=1e-2)
     assert float(losses[-20:].mean()) < float(losses[:20].mean())
     acc = jnp.mean(jnp.argmax(model.predict_logits(params, model.hard_masks(params), x, 0), -1) == y)
@@ -154,18 +162,18 @@ def test_invalid_configuration_and_shapes(key):
     with pytest.raises(TypeError, match="truncation"):
         AdaptiveMLP(6, 8, 2.0, 2, 3)
     model = _mlp()
-    params = model.init(key)
+    params = _init(model, key)
     with pytest.raises(ValueError, match="x must have shape"):
-        model.elbo(params, model.init_prior(), key, jnp.ones((4, 5)), jnp.zeros(4, jnp.int32), 0, 10.0)
+        model.elbo(params, _init_prior(model), key, jnp.ones((4, 5)), jnp.zeros(4, jnp.int32), 0, 10.0)
     with pytest.raises(ValueError, match="y must have shape"):
-        model.elbo(params, model.init_prior(), key, jnp.ones((4, 6)), jnp.zeros(3, jnp.int32), 0, 10.0)
+        model.elbo(params, _init_prior(model), key, jnp.ones((4, 6)), jnp.zeros(3, jnp.int32), 0, 10.0)
     with pytest.raises(ValueError, match="masks must have shape"):
         model.predict_logits(params, jnp.ones((2, 9, 8), bool), jnp.ones((4, 6)), 0)
 
 
 def test_fit_rejects_bad_input(key):
     model = _mlp()
-    p, pr = model.init(key), model.init_prior()
+    p, pr = _init(model, key), _init_prior(model)
     x, y = jnp.ones((4, 6)), jnp.zeros(4, jnp.int32)
     with pytest.raises(ValueError, match="batch_size"):
         fit(model, p, pr, key, x, y, 4, 0, num_steps=2, batch_size=0)
@@ -175,3 +183,55 @@ def test_fit_rejects_bad_input(key):
         fit(model, p, pr, key, x, y, 10, 0, num_steps=2, batch_size=2)
     with pytest.raises(ValueError, match="y must have shape"):
         fit(model, p, pr, key, x, y[:3], 4, 0, num_steps=2, batch_size=2)
+
+
+def test_vcl_switch_equals_fixed_structure_model(key):
+    """``adapt=False`` (traced) is VCL: the same ELBO as a model built without structure adaptation."""
+    model = _mlp()
+    fixed = _mlp(adapt_structure=False)
+    params = _init(model, key)
+    params["gamma"] = params["gamma"] - 1.0  # masks well away from 1, so the switch matters
+    prior = jax.tree.map(lambda a: a + 0.1, _init_prior(model))
+    x, y = _data(jax.random.key(9))
+    noise = _sample_noise(model, jax.random.key(10), params, 2)
+    f = jax.jit(lambda p, on: model.elbo_from_noise(p, prior, noise, x, y, 0, 30.0, adapt=on)[0])
+    plain = {k: noise[k] for k in ("eps_in", "eps_hidden", "eps_head")}
+    want = jax.jit(lambda p, nz: fixed.elbo_from_noise(p, prior, nz, x, y, 0, 30.0)[0])(params, plain)
+    np.testing.assert_allclose(f(params, jnp.asarray(False)), want, rtol=1e-6)
+    assert abs(float(f(params, jnp.asarray(True)) - want)) > 1e-3
+    assert model.hard_masks(params, jnp.asarray(False)).all()
+    np.testing.assert_array_equal(model.hard_masks(params, jnp.asarray(True)), model.hard_masks(params))
+
+
+def test_equal_temperature_mask_kl_matches_general_form(key):
+    """The closed-form equal-temperature mask KL equals the log-density difference it simplifies."""
+    from jaxcore.bnp.kl import _kl_relaxed_from_noise
+
+    model = _mlp()
+    k1, k2, k3 = jax.random.split(key, 3)
+    shape = (2,) + model.mask_shape()
+    gamma = 3.0 * jax.random.normal(k1, model.mask_shape())
+    gamma0 = 3.0 * jax.random.normal(k2, model.mask_shape())
+    u = jax.random.uniform(k3, shape, minval=1e-6, maxval=1 - 1e-6)
+    logistic = jnp.log(u) - jnp.log1p(-u)
+    log_pi = jnp.log(jnp.array([[0.9, 0.5, 0.1], [0.7, 0.6, 0.05]]))
+    q = model.mask_logits(log_pi, jnp.broadcast_to(gamma, shape))
+    p = model.mask_logits(log_pi, jnp.broadcast_to(gamma0, shape))
+    general = jnp.sum(_kl_relaxed_from_noise(logistic, q, p, model.temperature, model.prior_temperature))
+    closed = model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic)
+    np.testing.assert_allclose(closed, general, rtol=2e-5)
+    # the parameter-free part given by the noise (-sum log u) equals sum softplus(-L)
+    np.testing.assert_allclose(model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic, -jnp.sum(jnp.log(u), (1, 2, 3))),
+                               general, rtol=2e-5)
+
+
+def test_fused_noise_is_open_interval_and_standard(key):
+    from jaxcore.bnp.distributions import _normal_from_uniform, _uniform_open
+
+    u = np.asarray(_uniform_open(key, (200_000,)))
+    assert u.min() > 0.0 and u.max() < 1.0
+    assert abs(u.mean() - 0.5) < 5 * np.sqrt(1 / 12 / u.size)
+    z = np.asarray(_normal_from_uniform(jnp.asarray(u)))
+    assert np.all(np.isfinite(z)) and abs(z.mean()) < 5 / np.sqrt(z.size) and abs(z.std() - 1) < 0.01
+    # extreme grid points stay finite
+    assert np.all(np.isfinite(np.asarray(_normal_from_uniform(jnp.array([2.0**-24, 1 - 2.0**-24], jnp.float32)))))
