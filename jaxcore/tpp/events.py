@@ -19,6 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from ._common import check_int
+
 
 def _default_float() -> Any:
     return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
@@ -157,6 +159,21 @@ class EventBatch(eqx.Module):
         """The real events as lists of NumPy arrays: ``(times, marks, T)``."""
         t, m, k = np.asarray(self.times), np.asarray(self.marks), np.asarray(self.mask)
         return [t[b][k[b]] for b in range(len(t))], [m[b][k[b]] for b in range(len(t))], np.asarray(self.T)
+
+    def trim(self, multiple: int = 1) -> EventBatch:
+        """The same sequences with the padding cut to the longest one, rounded up to ``multiple``.
+
+        Solver cost grows with the padded length, so trim buffers sized for simulation;
+        a common ``multiple`` lets batches of similar lengths share one compilation.
+
+        Raises:
+            ValueError: ``multiple`` is not a positive int.
+        """
+        multiple = check_int(multiple, "multiple")
+        longest = int(np.max(np.asarray(self.num_events), initial=0))
+        length = min(max(-(-longest // multiple) * multiple, 1), self.max_events)
+        return EventBatch(self.times[:, :length], self.marks[:, :length], self.mask[:, :length], self.T,
+                          self.num_marks)
 
     def __getitem__(self, index: Any) -> EventBatch:
         """Select sequences along the batch axis (an int keeps a batch of one)."""

@@ -56,24 +56,37 @@ def fit_mle(model: Any, batch: EventBatch, *, steps: int = 100, optimizer: optax
     if not hasattr(model, "to_unconstrained") or not hasattr(model, "log_likelihood"):
         raise TypeError(f"model: expected a jaxcore.tpp classical model (Poisson, Hawkes, SelfCorrecting), "
                         f"got {type(model).__name__}")
-    optimizer = optax.lbfgs() if optimizer is None else optimizer
+    optimizer = _default_optimizer() if optimizer is None else optimizer
+    u, losses = _fit_run(model, model.to_unconstrained(), batch, optimizer, steps, loglik_kwargs)
+    return FitResult(model.from_unconstrained(u), losses)
+
+
+_LBFGS: list[optax.GradientTransformation] = []
+
+
+def _default_optimizer() -> optax.GradientTransformation:
+    # one instance, so that repeated fits hit the compilation cache (optimizers are static arguments)
+    if not _LBFGS:
+        _LBFGS.append(optax.lbfgs())
+    return _LBFGS[0]
+
+
+@eqx.filter_jit
+def _fit_run(model, u0, batch, optimizer, steps, loglik_kwargs):
+    """All ``steps`` optimizer iterations in one ``lax.scan``; compiled once per model structure,
+    data shape, optimizer and step count (the model's arrays and the data are traced)."""
     n_events = jnp.maximum(jnp.sum(batch.mask), 1)
 
-    @jax.jit
-    def run(u0, batch):
-        def loss_fn(u):
-            m = model.from_unconstrained(u)
-            return -jnp.sum(m.log_likelihood(batch, **loglik_kwargs)) / n_events
+    def loss_fn(u):
+        m = model.from_unconstrained(u)
+        return -jnp.sum(m.log_likelihood(batch, **loglik_kwargs)) / n_events
 
-        def step(carry, _):
-            u, state = carry
-            loss, g = jax.value_and_grad(loss_fn)(u)
-            # value/value_fn let line-search optimizers (optax.lbfgs) work too; others ignore them
-            updates, state = optimizer.update(g, state, u, value=loss, grad=g, value_fn=loss_fn)
-            return (optax.apply_updates(u, updates), state), loss
+    def step(carry, _):
+        u, state = carry
+        loss, g = jax.value_and_grad(loss_fn)(u)
+        # value/value_fn let line-search optimizers (optax.lbfgs) work too; others ignore them
+        updates, state = optimizer.update(g, state, u, value=loss, grad=g, value_fn=loss_fn)
+        return (optax.apply_updates(u, updates), state), loss
 
-        (u, _), losses = jax.lax.scan(step, (u0, optimizer.init(u0)), None, length=steps)
-        return u, losses
-
-    u, losses = run(model.to_unconstrained(), batch)
-    return FitResult(model.from_unconstrained(u), losses)
+    (u, _), losses = jax.lax.scan(step, (u0, optimizer.init(u0)), None, length=steps)
+    return u, losses

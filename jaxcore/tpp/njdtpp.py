@@ -220,40 +220,55 @@ def train(
     steps = check_int(steps, "steps")
     batch_size = check_int(batch_size, "batch_size")
     eval_every = check_int(eval_every, "eval_every")
-    optimizer = optax.chain(optax.clip_by_global_norm(10.0), optax.adam(1e-2)) if optimizer is None else optimizer
+    optimizer = _default_optimizer() if optimizer is None else optimizer
     params, static = eqx.partition(model, eqx.is_inexact_array)
     opt_state = optimizer.init(params)
-
-    def loss_fn(params, sub, k):
-        m = eqx.combine(params, static)
-        ll = solve(m, sub, k if stochastic else None, num_substeps=num_substeps, convention=convention)
-        n = jnp.sum(sub.mask) - (sub.batch_size if convention == "paper" else 0)
-        return -jnp.sum(ll.log_likelihood) / jnp.maximum(n, 1)
-
-    @eqx.filter_jit
-    def step(params, opt_state, batch, key):
-        k_idx, k_noise = jax.random.split(key)
-        idx = jax.random.randint(k_idx, (batch_size,), 0, batch.batch_size)
-        sub = EventBatch(batch.times[idx], batch.marks[idx], batch.mask[idx], batch.T[idx], batch.num_marks)
-        loss, g = jax.value_and_grad(loss_fn)(params, sub, k_noise)
-        updates, opt_state = optimizer.update(g, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    @eqx.filter_jit
-    def evaluate(params, vb, k):
-        return loss_fn(params, vb, k)
+    opts = (optimizer, batch_size, num_substeps, convention, stochastic)
 
     history, valid_hist = [], []
     best, best_params = np.inf, params
     eval_key = jax.random.key(12345)
     keys = jax.random.split(key, steps)
     for s in range(steps):  # one jitted optimizer step per iteration (training loop, not a time loop)
-        params, opt_state, loss = step(params, opt_state, batch, keys[s])
+        params, opt_state, loss = _train_step(params, static, opt_state, batch, keys[s], *opts)
         history.append(float(loss))
         if valid_batch is not None and ((s + 1) % eval_every == 0 or s == steps - 1):
-            v = float(evaluate(params, valid_batch, eval_key))
+            v = float(_train_loss_jit(params, static, valid_batch, eval_key, num_substeps, convention, stochastic))
             valid_hist.append(v)
             if np.isfinite(v) and v < best:
                 best, best_params = v, params
     final = best_params if valid_batch is not None else params
     return TrainResult(eqx.combine(final, static), np.asarray(history), np.asarray(valid_hist))
+
+
+_ADAM: list[optax.GradientTransformation] = []
+
+
+def _default_optimizer() -> optax.GradientTransformation:
+    # one instance, so that repeated calls of train hit the compilation cache (the optimizer is static)
+    if not _ADAM:
+        _ADAM.append(optax.chain(optax.clip_by_global_norm(10.0), optax.adam(1e-2)))
+    return _ADAM[0]
+
+
+def _train_loss(params, static, batch, key, num_substeps, convention, stochastic):
+    """``-sum log L / sum N`` (nats per event; the paper convention does not count first events)."""
+    m = eqx.combine(params, static)
+    ll = solve(m, batch, key if stochastic else None, num_substeps=num_substeps, convention=convention)
+    n = jnp.sum(batch.mask) - (batch.batch_size if convention == "paper" else 0)
+    return -jnp.sum(ll.log_likelihood) / jnp.maximum(n, 1)
+
+
+_train_loss_jit = eqx.filter_jit(_train_loss)
+
+
+@eqx.filter_jit
+def _train_step(params, static, opt_state, batch, key, optimizer, batch_size, num_substeps, convention, stochastic):
+    """One optimizer step on a minibatch of ``batch_size`` sequences drawn with replacement; compiled
+    once per model structure, data shape and setting (reused across calls of :func:`train`)."""
+    k_idx, k_noise = jax.random.split(key)
+    idx = jax.random.randint(k_idx, (batch_size,), 0, batch.batch_size)
+    sub = EventBatch(batch.times[idx], batch.marks[idx], batch.mask[idx], batch.T[idx], batch.num_marks)
+    loss, g = jax.value_and_grad(_train_loss)(params, static, sub, k_noise, num_substeps, convention, stochastic)
+    updates, opt_state = optimizer.update(g, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, loss

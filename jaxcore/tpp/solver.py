@@ -304,11 +304,17 @@ def solve(
         stepsize_controller = diffrax.ConstantStepSize() if stepsize_controller is None else stepsize_controller
     elif solver is not None or stepsize_controller is not None:
         raise ValueError("solver/stepsize_controller: only used with method='diffrax', got method='scan'")
-    B = batch.batch_size
-    keys = jax.random.split(key, B) if key is not None else None
+    return _solve_batch(dynamics, batch, key, method, n, convention, solver, stepsize_controller, max_steps,
+                        brownian_tol)
+
+
+@eqx.filter_jit
+def _solve_batch(dynamics, batch, key, method, n, convention, solver, controller, max_steps, bm_tol):
+    """The validated solve, compiled as one program (arrays traced, settings static); vmapped over sequences."""
+    keys = jax.random.split(key, batch.batch_size) if key is not None else None
     fn = lambda t, m, k, T_, kk: _solve_one(  # noqa: E731
         dynamics, t, m, k, T_, kk, method=method, n=n, convention=convention, solver=solver,
-        controller=stepsize_controller, max_steps=max_steps, bm_tol=brownian_tol)
+        controller=controller, max_steps=max_steps, bm_tol=bm_tol)
     in_key = 0 if keys is not None else None
     return jax.vmap(fn, in_axes=(0, 0, 0, 0, in_key))(batch.times, batch.marks, batch.mask, batch.T, keys)
 

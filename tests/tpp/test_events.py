@@ -66,3 +66,15 @@ def test_type_errors():
         Hawkes(0.2, 0.5, 1.0).log_likelihood(b)
     with pytest.raises(TypeError, match="batch: expected a jaxcore.tpp.EventBatch"):
         Hawkes(0.2, 0.5, 1.0).log_likelihood({"times": 1})
+
+
+def test_trim_cuts_padding_to_a_multiple_and_keeps_results():
+    b = EventBatch.from_sequences([[0.1, 0.5, 0.9], [0.2], []], T=1.0, max_events=10)
+    t = b.trim()
+    assert t.max_events == 3 and t.batch_size == 3
+    np.testing.assert_array_equal(np.asarray(t.num_events), [3, 1, 0])
+    assert b.trim(4).max_events == 4 and b.trim(64).max_events == 10  # never longer than the buffer
+    h = Hawkes(0.3, 0.5, 1.0)
+    np.testing.assert_allclose(np.asarray(h.log_likelihood(t)), np.asarray(h.log_likelihood(b)), rtol=1e-6)
+    with pytest.raises(ValueError, match="multiple: expected an int >= 1"):
+        b.trim(0)

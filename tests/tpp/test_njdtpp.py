@@ -57,6 +57,7 @@ def test_gradient_matches_finite_differences(x64):
     b = EventBatch.from_sequences([[0.2, 0.9, 1.4], [0.5]], [[0, 1, 1], [1]], T=2.0, num_marks=2)
     key = jax.random.key(3)
 
+    @jax.jit
     def f(eta0, bias):
         mm = eqx.tree_at(lambda z: (z.eta0, z.jump_net.layers[-1].bias), m, (eta0, bias))
         return jnp.sum(solve(mm, b, key, num_substeps=4).log_likelihood)
