@@ -82,6 +82,15 @@ def _intensity_at(mu, alpha, beta, times, marks, mask, t):
     return mu + jnp.sum(contrib, axis=0)
 
 
+
+# batched closed forms, each compiled once per shape (eager vmaps would dispatch op by op)
+_PER_SEQ = (None, None, None, 0, 0, 0, 0)
+_intensity_batch = jax.jit(jax.vmap(jax.vmap(_intensity_at, in_axes=(None,) * 6 + (0,)), in_axes=_PER_SEQ))
+_compensator_end = jax.jit(jax.vmap(_compensator_at, in_axes=_PER_SEQ))
+_compensator_batch = jax.jit(jax.vmap(jax.vmap(_compensator_at, in_axes=(None,) * 6 + (0,)), in_axes=_PER_SEQ))
+_loglik_batch = jax.jit(jax.vmap(_loglik_one, in_axes=_PER_SEQ + (None,)), static_argnums=7)
+
+
 class Hawkes(eqx.Module):
     """Multivariate exponential Hawkes process with ``K`` event types.
 
@@ -157,8 +166,7 @@ class Hawkes(eqx.Module):
         """
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        f = jax.vmap(jax.vmap(_intensity_at, in_axes=(None,) * 6 + (0,)), in_axes=(None, None, None, 0, 0, 0, 0))
-        return f(self.mu, self.alpha, self.beta, batch.times, batch.marks, batch.mask, jnp.asarray(t))
+        return _intensity_batch(self.mu, self.alpha, self.beta, batch.times, batch.marks, batch.mask, jnp.asarray(t))
 
     def compensator(self, batch: EventBatch, t: Float[Array, "batch query"] | None = None) -> Array:
         """Compensator ``Lambda_k(t) = int_0^t lambda_k(s) ds`` in closed form.
@@ -174,9 +182,8 @@ class Hawkes(eqx.Module):
         check_marks(batch, self.num_marks)
         args = (self.mu, self.alpha, self.beta, batch.times, batch.marks, batch.mask)
         if t is None:
-            return jax.vmap(_compensator_at, in_axes=(None, None, None, 0, 0, 0, 0))(*args, batch.T)
-        f = jax.vmap(jax.vmap(_compensator_at, in_axes=(None,) * 6 + (0,)), in_axes=(None, None, None, 0, 0, 0, 0))
-        return f(*args, jnp.asarray(t))
+            return _compensator_end(*args, batch.T)
+        return _compensator_batch(*args, jnp.asarray(t))
 
     def log_likelihood(self, batch: EventBatch, *, method: str = "associative") -> Float[Array, " batch"]:
         """Exact log-likelihood of each sequence on its window ``[0, T]`` in O(L K^2).
@@ -200,8 +207,7 @@ class Hawkes(eqx.Module):
         check_marks(batch, self.num_marks)
         if method not in ("associative", "scan"):
             raise ValueError(f"method: expected 'associative' or 'scan', got {method!r}")
-        f = jax.vmap(_loglik_one, in_axes=(None, None, None, 0, 0, 0, 0, None))
-        return f(self.mu, self.alpha, self.beta, batch.times, batch.marks, batch.mask, batch.T, method)
+        return _loglik_batch(self.mu, self.alpha, self.beta, batch.times, batch.marks, batch.mask, batch.T, method)
 
     def simulate(self, key: PRNGKeyArray, T: float, max_events: int, num_sequences: int
                  ) -> tuple[EventBatch, Bool[Array, " batch"]]:

@@ -54,6 +54,14 @@ def _compensator_at(mu, alpha, times, mask, t):
     return comp + _segment_integral(mu, last, t, n.astype(times.dtype), alpha)
 
 
+
+# batched closed forms, each compiled once per shape
+_compensator_end = jax.jit(jax.vmap(_compensator_at, in_axes=(None, None, 0, 0, 0)))
+_compensator_batch = jax.jit(jax.vmap(jax.vmap(_compensator_at, in_axes=(None, None, None, None, 0)),
+                                      in_axes=(None, None, 0, 0, 0)))
+_loglik_batch = jax.jit(jax.vmap(_loglik_one, in_axes=(None, None, 0, 0, 0)))
+
+
 class SelfCorrecting(eqx.Module):
     """Univariate self-correcting process ``lambda(t) = exp(mu t - alpha N(t-))``.
 
@@ -95,17 +103,14 @@ class SelfCorrecting(eqx.Module):
         check_batch(batch)
         check_marks(batch, 1)
         if t is None:
-            return jax.vmap(_compensator_at, in_axes=(None, None, 0, 0, 0))(
-                self.mu, self.alpha, batch.times, batch.mask, batch.T)[:, None]
-        f = jax.vmap(jax.vmap(_compensator_at, in_axes=(None, None, None, None, 0)), in_axes=(None, None, 0, 0, 0))
-        return f(self.mu, self.alpha, batch.times, batch.mask, jnp.asarray(t))[..., None]
+            return _compensator_end(self.mu, self.alpha, batch.times, batch.mask, batch.T)[:, None]
+        return _compensator_batch(self.mu, self.alpha, batch.times, batch.mask, jnp.asarray(t))[..., None]
 
     def log_likelihood(self, batch: EventBatch) -> Float[Array, " batch"]:
         """``[B]`` exact log-likelihoods (nats), O(L): ``sum_i (mu t_i - alpha (i-1)) - Lambda(T)``."""
         check_batch(batch)
         check_marks(batch, 1)
-        return jax.vmap(_loglik_one, in_axes=(None, None, 0, 0, 0))(
-            self.mu, self.alpha, batch.times, batch.mask, batch.T)
+        return _loglik_batch(self.mu, self.alpha, batch.times, batch.mask, batch.T)
 
     def simulate(self, key: PRNGKeyArray, T: float, max_events: int, num_sequences: int
                  ) -> tuple[EventBatch, Bool[Array, " batch"]]:
