@@ -120,11 +120,12 @@ def test_zero_masks_make_hidden_layers_identity(key):
 def test_hard_masks_threshold_on_expected_pi(key):
     model = _mlp(alpha=3.0, beta=1.0)
     params = _init(model, key)
+    hard = jax.jit(model.hard_masks)
     # E[pi] = (3/4)^k: logits log(3) [k=1], log(0.5625/0.4375) [k=2], log(0.421875/0.578125) < 0 [k=3]
-    masks = np.asarray(model.hard_masks(params))
+    masks = np.asarray(hard(params))
     assert masks[0].all() and masks[1].all() and not masks[2].any()
     params["gamma"] = params["gamma"].at[2, 0, 0].set(1.0).at[0].set(-5.0)
-    masks = np.asarray(model.hard_masks(params))
+    masks = np.asarray(hard(params))
     assert not masks[0].any() and masks[2].sum() == 1 and masks[2, 0, 0]
     assert _mlp(adapt_structure=False).hard_masks(params).all()
 
@@ -203,26 +204,32 @@ def test_vcl_switch_equals_fixed_structure_model(key):
     np.testing.assert_array_equal(model.hard_masks(params, jnp.asarray(True)), model.hard_masks(params))
 
 
-def test_equal_temperature_mask_kl_matches_general_form(key):
+def test_equal_temperature_mask_kl_matches_general_form():
     """The closed-form equal-temperature mask KL equals the log-density difference it simplifies."""
     from jaxcore.bnp.kl import _kl_relaxed_from_noise
 
     model = _mlp()
-    k1, k2, k3 = jax.random.split(key, 3)
+    rng = np.random.default_rng(0)  # inputs from NumPy: no eager JAX operations to compile
     shape = (2,) + model.mask_shape()
-    gamma = 3.0 * jax.random.normal(k1, model.mask_shape())
-    gamma0 = 3.0 * jax.random.normal(k2, model.mask_shape())
-    u = jax.random.uniform(k3, shape, minval=1e-6, maxval=1 - 1e-6)
-    logistic = jnp.log(u) - jnp.log1p(-u)
-    log_pi = jnp.log(jnp.array([[0.9, 0.5, 0.1], [0.7, 0.6, 0.05]]))
-    q = model.mask_logits(log_pi, jnp.broadcast_to(gamma, shape))
-    p = model.mask_logits(log_pi, jnp.broadcast_to(gamma0, shape))
-    general = jnp.sum(_kl_relaxed_from_noise(logistic, q, p, model.temperature, model.prior_temperature))
-    closed = model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic)
+    gamma = (3.0 * rng.normal(size=model.mask_shape())).astype(np.float32)
+    gamma0 = (3.0 * rng.normal(size=model.mask_shape())).astype(np.float32)
+    u = rng.uniform(1e-6, 1 - 1e-6, size=shape).astype(np.float32)
+    logistic = (np.log(u) - np.log1p(-u)).astype(np.float32)
+    log_pi = np.log(np.array([[0.9, 0.5, 0.1], [0.7, 0.6, 0.05]], np.float32))
+
+    @jax.jit  # one compilation instead of one per eager operation
+    def forms(log_pi, gamma, gamma0, logistic, u):
+        q = model.mask_logits(log_pi, jnp.broadcast_to(gamma, shape))
+        p = model.mask_logits(log_pi, jnp.broadcast_to(gamma0, shape))
+        general = jnp.sum(_kl_relaxed_from_noise(logistic, q, p, model.temperature, model.prior_temperature))
+        closed = model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic)
+        # the parameter-free part given by the noise (-sum log u) equals sum softplus(-L)
+        given = model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic, -jnp.sum(jnp.log(u), (1, 2, 3)))
+        return general, closed, given
+
+    general, closed, given = forms(log_pi, gamma, gamma0, logistic, u)
     np.testing.assert_allclose(closed, general, rtol=2e-5)
-    # the parameter-free part given by the noise (-sum log u) equals sum softplus(-L)
-    np.testing.assert_allclose(model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic, -jnp.sum(jnp.log(u), (1, 2, 3))),
-                               general, rtol=2e-5)
+    np.testing.assert_allclose(given, general, rtol=2e-5)
 
 
 def test_fused_noise_is_open_interval_and_standard(key):
@@ -238,8 +245,14 @@ def test_fused_noise_is_open_interval_and_standard(key):
 
 
 def test_cnn_patch_convolution_equals_lax_convolution():
-    h = jax.random.normal(jax.random.key(0), (3, 8, 8, 5))
-    w = jax.random.normal(jax.random.key(1), (9 * 5 + 1, 7))
-    ref = jax.lax.conv_general_dilated(h, w[:-1].reshape(3, 3, 5, 7), (1, 1), "SAME",
-                                       dimension_numbers=("NHWC", "HWIO", "NHWC")) + w[-1]
-    np.testing.assert_allclose(AdaptiveCNN._conv(h, w), ref, rtol=1e-5, atol=1e-5)
+    h = np.random.default_rng(0).normal(size=(3, 8, 8, 5)).astype(np.float32)
+    w = np.random.default_rng(1).normal(size=(9 * 5 + 1, 7)).astype(np.float32)
+
+    @jax.jit  # one compilation for both
+    def both(h, w):
+        ref = jax.lax.conv_general_dilated(h, w[:-1].reshape(3, 3, 5, 7), (1, 1), "SAME",
+                                           dimension_numbers=("NHWC", "HWIO", "NHWC")) + w[-1]
+        return AdaptiveCNN._conv(h, w), ref
+
+    got, ref = both(h, w)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
