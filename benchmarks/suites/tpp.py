@@ -261,7 +261,7 @@ def _grad_check(kernel_out, base_out, case):
 register(SpeedBenchmark(
     name="tpp.njdtpp_grad", family=FAMILY, kernel=njdtpp_kernel, setup=njdtpp_setup,
     sizes=[{"batch": 64, "events": 100, "substeps": 10}],
-    quick_sizes=[{"batch": 16, "events": 20, "substeps": 10}],
+    quick_sizes=[{"batch": 16, "events": 20, "substeps": 4}],
     baselines=[Baseline("torch", torch_njdtpp, requires=["torch"],
                         note="official-style Python loops over events x sub-steps, autograd")],
     check=_grad_check,
