@@ -185,17 +185,20 @@ class Hawkes(eqx.Module):
             return _compensator_end(*args, batch.T)
         return _compensator_batch(*args, jnp.asarray(t))
 
-    def log_likelihood(self, batch: EventBatch, *, method: str = "associative") -> Float[Array, " batch"]:
+    def log_likelihood(self, batch: EventBatch, *, method: str = "auto") -> Float[Array, " batch"]:
         """Exact log-likelihood of each sequence on its window ``[0, T]`` in O(L K^2).
 
         ``log L = sum_i log lambda_{m_i}(t_i) - sum_k Lambda_k(T)``; the
         excitation state ``R_i = exp(-beta dt_i) * (R_{i-1} + e_{m_{i-1}})`` is
-        a linear recurrence computed by a parallel associative scan (or a
-        sequential ``lax.scan`` with ``method="scan"``).
+        a linear recurrence, computed by a sequential ``lax.scan`` or by a
+        parallel associative scan (O(L log L) work, O(log L) depth).
 
         Args:
             batch: ``B`` sequences with ``K`` marks.
-            method: ``"associative"`` (default, O(L log L) depth-parallel) or ``"scan"``.
+            method: ``"auto"`` (default: ``"scan"`` when JAX's default backend is
+                the CPU, where the ``tpp.hawkes_loglik`` benchmark measures it
+                1.5-2.4x faster than the associative scan at 10^4-10^5 events;
+                ``"associative"`` on accelerators), ``"scan"`` or ``"associative"``.
 
         Returns:
             ``[B]`` log-likelihoods in nats.
@@ -205,8 +208,10 @@ class Hawkes(eqx.Module):
         """
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        if method not in ("associative", "scan"):
-            raise ValueError(f"method: expected 'associative' or 'scan', got {method!r}")
+        if method not in ("auto", "associative", "scan"):
+            raise ValueError(f"method: expected 'auto', 'associative' or 'scan', got {method!r}")
+        if method == "auto":
+            method = "scan" if jax.default_backend() == "cpu" else "associative"
         return _loglik_batch(self.mu, self.alpha, self.beta, batch.times, batch.marks, batch.mask, batch.T, method)
 
     def simulate(self, key: PRNGKeyArray, T: float, max_events: int, num_sequences: int

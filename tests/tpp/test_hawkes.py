@@ -26,7 +26,7 @@ def test_loglik_matches_bruteforce_multivariate(x64):
     rng = np.random.default_rng(0)
     b, times, marks = _batch(rng, 4)
     model = Hawkes(MU, ALPHA, BETA)
-    for method in ("associative", "scan"):
+    for method in ("associative", "scan", "auto"):
         ll = np.asarray(model.log_likelihood(b, method=method))
         ref = [hawkes_loglik(MU, ALPHA, BETA, t, m, 8.0) for t, m in zip(times, marks)]
         np.testing.assert_allclose(ll, ref, rtol=1e-12)
