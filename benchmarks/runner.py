@@ -7,11 +7,13 @@ writes; nothing here prints.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import functools
 import importlib.util
 import math
 import resource
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
@@ -42,7 +44,11 @@ def hard_timeout(seconds: float | None) -> Iterator[None]:
     """Raise :class:`BenchmarkTimeout` after ``seconds`` (main thread, POSIX only).
 
     The signal is handled when control returns to Python, so a single long
-    XLA call finishes before the timeout fires.
+    XLA call finishes before the timeout fires. A thread blocked inside C++
+    never returns (a hang seen once in XLA:CPU's execution semaphore): after a
+    further grace period (``max(60 s, seconds / 2)``) a watchdog prints every
+    thread's Python stack to stderr and ends the process with status 1. The
+    results of the benchmarks finished so far are already on disk.
     """
     if not seconds or not hasattr(signal, "SIGALRM"):
         yield
@@ -53,9 +59,16 @@ def hard_timeout(seconds: float | None) -> Iterator[None]:
 
     old = signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:  # needs a real file descriptor (not the case under some notebook or capture setups)
+        faulthandler.dump_traceback_later(seconds + max(60.0, 0.5 * seconds), exit=True, file=sys.__stderr__)
+        watchdog = True
+    except (AttributeError, OSError, RuntimeError, ValueError):
+        watchdog = False
     try:
         yield
     finally:
+        if watchdog:
+            faulthandler.cancel_dump_traceback_later()
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
 
