@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -143,8 +144,6 @@ register(SpeedBenchmark(
 
 
 def _njdtpp_inputs(size, key):
-    import equinox as eqx
-
     from jaxcore.tpp import NJDTPP, Hawkes
 
     B, L, K, n = int(size["batch"]), int(size["events"]), int(size.get("marks", 1)), int(size["substeps"])
@@ -176,8 +175,6 @@ def njdtpp_setup(size, key):
 
 def njdtpp_kernel(params, batch, key, *, skeleton, num_substeps):
     """``(loss, grads)`` of ``-sum log L`` for the NJDTPP (scan Euler-Maruyama)."""
-    import equinox as eqx
-
     from jaxcore.tpp import solve
 
     def loss(p):
@@ -289,8 +286,6 @@ def solver_setup(size, key):
 
 def _solver(method):
     def fn(params, batch, *, skeleton, num_substeps):
-        import equinox as eqx
-
         from jaxcore.tpp import solve
 
         return solve(eqx.combine(params, skeleton), batch, None, method=method,
@@ -388,41 +383,28 @@ register(SpeedBenchmark(
 # ----------------------------------------------------------------------------- quality
 
 
-def _shared_beta_hawkes():
-    import equinox as eqx
+class _SharedBetaHawkes(eqx.Module):
+    """Fitting adapter (a pytree, so repeated fits reuse one compilation): a Hawkes process with
+    one decay rate shared by all pairs (its Markov jump-diffusion form)."""
 
-    class SharedBetaHawkes(eqx.Module):
-        """Fitting adapter (a pytree, so repeated fits reuse one compilation): a Hawkes process with
-        one decay rate shared by all pairs (its Markov jump-diffusion form)."""
+    h: object
 
-        h: object
+    def to_unconstrained(self):
+        u = self.h.to_unconstrained()
+        return {"mu": u["mu"], "alpha": u["alpha"], "beta": u["beta"][0, 0]}
 
-        def to_unconstrained(self):
-            u = self.h.to_unconstrained()
-            return {"mu": u["mu"], "alpha": u["alpha"], "beta": u["beta"][0, 0]}
+    def from_unconstrained(self, u):
+        K = u["mu"].shape[0]
+        return _SharedBetaHawkes(self.h.from_unconstrained(
+            {"mu": u["mu"], "alpha": u["alpha"], "beta": jnp.full((K, K), u["beta"])}))
 
-        def from_unconstrained(self, u):
-            K = u["mu"].shape[0]
-            return SharedBetaHawkes(self.h.from_unconstrained(
-                {"mu": u["mu"], "alpha": u["alpha"], "beta": jnp.full((K, K), u["beta"])}))
-
-        def log_likelihood(self, batch):
-            return self.h.log_likelihood(batch)
-
-    global _SHARED_BETA
-    if _SHARED_BETA is None:
-        _SHARED_BETA = SharedBetaHawkes
-    return _SHARED_BETA
-
-
-_SHARED_BETA = None
+    def log_likelihood(self, batch):
+        return self.h.log_likelihood(batch)
 
 
 def _evaluate(dyn, batch, *, horizon, substeps, key=None, samples=1):
     """Test metrics of a model: classical processes through their exact flow (exact NLL and KS),
     NJDTPP through the Euler-Maruyama solver (NLL averaged over ``samples`` Brownian paths)."""
-    import equinox as eqx
-
     method = "exact" if dyn.has_flow() else "scan"
     # strong dtypes: a weakly typed parameter (e.g. the true model's Python floats) would recompile
     dyn = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if eqx.is_array(x) else x, dyn)
@@ -446,16 +428,7 @@ def _evaluate_jit_impl(dyn, batch, key, horizon, substeps, samples, method):
     return {"nll": nll_per_event(lls, batch.num_events), "rmse": rmse, "acc": acc, "ks": ks}
 
 
-def _evaluate_jit(*args):
-    import equinox as eqx
-
-    global _EVAL
-    if _EVAL is None:
-        _EVAL = eqx.filter_jit(_evaluate_jit_impl)
-    return _EVAL(*args)
-
-
-_EVAL = None
+_evaluate_jit = eqx.filter_jit(_evaluate_jit_impl)
 
 
 def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lambda s: None):
@@ -472,7 +445,7 @@ def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lam
     models["Poisson"] = Poisson(jnp.full((K,), rate / K, train.times.dtype)).fit_closed_form(train)
     progress("fit Hawkes")
     h0 = Hawkes(jnp.full((K,), 0.5 * rate / K), jnp.full((K, K), 0.5 * rate / K), rate)  # branching ratio 0.5
-    models["Hawkes"] = fit_mle(_shared_beta_hawkes()(h0), train, steps=int(p["mle_steps"])).model.h
+    models["Hawkes"] = fit_mle(_SharedBetaHawkes(h0), train, steps=int(p["mle_steps"])).model.h
     if include_sc:
         progress("fit self-correcting")
         Tm = float(np.asarray(train.T).mean())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -61,14 +62,10 @@ def fit_mle(model: Any, batch: EventBatch, *, steps: int = 100, optimizer: optax
     return FitResult(model.from_unconstrained(u), losses)
 
 
-_LBFGS: list[optax.GradientTransformation] = []
-
-
+@functools.cache
 def _default_optimizer() -> optax.GradientTransformation:
     # one instance, so that repeated fits hit the compilation cache (optimizers are static arguments)
-    if not _LBFGS:
-        _LBFGS.append(optax.lbfgs())
-    return _LBFGS[0]
+    return optax.lbfgs()
 
 
 @eqx.filter_jit

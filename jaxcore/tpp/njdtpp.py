@@ -14,6 +14,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
 from collections.abc import Callable
@@ -241,14 +242,10 @@ def train(
     return TrainResult(eqx.combine(final, static), np.asarray(history), np.asarray(valid_hist))
 
 
-_ADAM: list[optax.GradientTransformation] = []
-
-
+@functools.cache
 def _default_optimizer() -> optax.GradientTransformation:
     # one instance, so that repeated calls of train hit the compilation cache (the optimizer is static)
-    if not _ADAM:
-        _ADAM.append(optax.chain(optax.clip_by_global_norm(10.0), optax.adam(1e-2)))
-    return _ADAM[0]
+    return optax.chain(optax.clip_by_global_norm(10.0), optax.adam(1e-2))
 
 
 def _train_loss(params, static, batch, key, num_substeps, convention, stochastic):
