@@ -13,8 +13,10 @@ Speed:
   with the kernel's key) and must reproduce its loss, gradients and update;
   gamma draws of the depth sticks get their implicit-reparameterisation gradient
   in PyTorch through ``torch._standard_gamma_grad`` (as ``Gamma.rsample``).
-  Threads are not pinned (torch: one intra-op thread per core; XLA: its CPU
-  pool); on a GPU backend the reference runs on CUDA. Scaling sweep in ``S``
+  The target baseline runs torch on one intra-op thread on CPU, its fastest
+  setting at these sizes (``_torch_svi_step_1thread`` gives the measurements);
+  ``torch_default_threads`` (one thread per core) is reported beside it. XLA
+  uses its CPU pool. On a GPU backend the reference runs on CUDA. Scaling sweep in ``S``
   (``--scaling``); the default sizes include two widths (64 and 128);
   ``configs/full.yaml`` adds paper-scale ones.
 - ``bnp.ibp_sample``: a batch of Indian-buffet-process matrices (``lax.scan``
@@ -107,7 +109,7 @@ def _svi_setup(size, key):
     noise = to_numpy(model.sample_noise(kn, params, s))
     flops = 2.0 * 3.0 * s * b * ((d + 1) * w + k * (w + 1) * w + (w + 1) * 2)
     return Case(args=(params, prior, kn, x, y), static=static,
-                baseline_args={"torch": targs, "torch:check-noise": (noise,)},
+                baseline_args={"torch": targs, "torch_default_threads": targs, "torch:check-noise": (noise,)},
                 work=s * b, work_unit="sample-examples", flops=flops)
 
 
@@ -116,6 +118,26 @@ def _torch_device():
     import torch
 
     return "cuda" if jax.default_backend() == "gpu" and torch.cuda.is_available() else "cpu"
+
+
+def _torch_svi_step_1thread(*args, **kwargs):
+    """:func:`_torch_svi_step` with one intra-op thread on CPU (PyTorch's fastest setting at these sizes).
+
+    Measured on 2 cores, medians (ms) at width 64 / 128: 1 thread 31-37 / 62-69;
+    2 threads 35-47 / 76-78 with OpenMP's default active wait, 77 / 193 with the
+    passive wait the harness sets (``benchmarks/__main__.py``): torch's many small
+    operations per sample pay a thread wake-up each.
+    """
+    import torch
+
+    if _torch_device() != "cpu":
+        return _torch_svi_step(*args, **kwargs)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _torch_svi_step(*args, **kwargs)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _torch_svi_step(params, prior, seed, x, y, *, in_features, width, truncation, num_samples,
@@ -257,15 +279,17 @@ def _svi_check(kernel_out, base_out, case):
 
 
 _SVI_NOTE = ("both sides draw their own noise inside the timed step (torch: its generator, per sample, like the "
-             "official code; agreement checked by rerunning the reference on the kernel's draws); threads not "
-             "pinned: torch its default intra-op threads (one per core), JAX/XLA its default CPU thread pool")
+             "official code; agreement checked by rerunning the reference on the kernel's draws); torch on one "
+             "intra-op thread on CPU (its fastest setting here), JAX/XLA its default CPU thread pool")
 
 
 register(SpeedBenchmark(
     name="bnp.svi_step", family=FAMILY, kernel=svi_step, setup=_svi_setup,
     sizes=[{"S": 10, "width": 64, "K": 5, "batch": 64}, {"S": 10, "width": 128, "K": 5, "batch": 64}],
     quick_sizes=[{"S": 4, "width": 32, "K": 3, "batch": 32}],
-    baselines=[Baseline("torch", _torch_svi_step, requires=("torch",), note=_SVI_NOTE)],
+    baselines=[Baseline("torch", _torch_svi_step_1thread, requires=("torch",), note=_SVI_NOTE),
+               Baseline("torch_default_threads", _torch_svi_step, requires=("torch",),
+                        note="as torch, with torch's default intra-op threads (one per core), for reference")],
     check=_svi_check, target={"torch": SVI_TARGET},
     scaling=Scaling("S", [1, 4, 16, 64]),
     description="structure-adaptive SVI step (ELBO + grad + Adam), S samples vmapped vs PyTorch loop over samples",

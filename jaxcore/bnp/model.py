@@ -199,7 +199,7 @@ class AdaptiveMLP(eqx.Module):
         def layer(h, wz):
             return self._hidden_layer(h, *wz), None
 
-        h, _ = jax.lax.scan(layer, h, (weights["w_hidden"], z))
+        h, _ = jax.lax.scan(layer, h, (weights["w_hidden"], z), unroll=True)
         return self._head(weights["w_head"][task], h)
 
     # ----- parameters -----
@@ -269,18 +269,17 @@ class AdaptiveMLP(eqx.Module):
         Returns:
             dict: ``eps_in`` ``[S, D+1, W]``, ``eps_hidden`` ``[S, *mask_shape]``,
             ``eps_head`` ``[S, W+1, C]`` (standard normals); ``logistic``
-            ``[S, *mask_shape]`` (logistic noise of the relaxed masks); ``g1``,
+            ``[S, *mask_shape]`` (logistic noise of the relaxed masks, ``L = logit(u)``);
+            ``logistic_u`` ``[S, *mask_shape]``, the uniforms ``u`` (optional in
+            :meth:`elbo_from_noise`, which computes ``sigmoid(L)`` when absent); ``g1``,
             ``g0`` ``[S, K]`` (gamma draws with shapes ``a``, ``b``:
             ``nu = g1 / (g1 + g0)``, differentiable in ``a, b`` through implicit
-            reparameterisation); ``logistic_softplus`` ``[S]``, ``sum_i softplus(-L_i)``
-            over the mask entries of each sample (``= -sum_i log u_i`` for
-            ``L = logit(u)``; optional in :meth:`elbo_from_noise`, which computes
-            it when absent). Exposed so reference implementations can reproduce
+            reparameterisation). Exposed so reference implementations can reproduce
             the estimate exactly.
 
         All draws come from one call of the bit generator: uniforms on the open
         interval ``(0, 1)``, normals by the inverse CDF, logistic noise as
-        ``log u - log(1 - u)``, Gamma draws by Marsaglia-Tsang with 8 proposals.
+        ``log(u / (1 - u))``, Gamma draws by Marsaglia-Tsang with 8 proposals.
         """
         return self._noise_with_sticks(self._raw_noise(key, num_samples), params)
 
@@ -304,10 +303,9 @@ class AdaptiveMLP(eqx.Module):
         out = {n: _normal_from_uniform(chunks[n]).reshape(parts[n]) for n in ("eps_in", "eps_hidden", "eps_head")}
         if self.adapt_structure:
             lu = chunks["logistic"].reshape(parts["logistic"])
-            log_u = jnp.log(lu)
-            out["logistic"] = log_u - jnp.log1p(-lu)
-            # sum_i softplus(-L_i) = -sum_i log u_i: the parameter-free part of the mask KL, per sample
-            out["logistic_softplus"] = -jnp.sum(log_u.reshape(s, -1), axis=-1)
+            # one logarithm per entry: 1 - u is exact for u >= 1/2 and u / (1 - u) is one rounding
+            out["logistic"] = jnp.log(lu / (1.0 - lu))
+            out["logistic_u"] = lu
             out["gamma_u"] = jnp.swapaxes(chunks["gamma"].reshape(parts["gamma"]), 0, 1)  # [2 * 8 + 1, 2, S, K]
         return out
 
@@ -435,7 +433,7 @@ class AdaptiveMLP(eqx.Module):
             q_logits = self.mask_logits(log_pi, _tile_samples(params["gamma"], s))
             z = jax.nn.sigmoid((q_logits + logistic) / self.temperature)
             kl_z = self._mask_kl_sum(log_pi, q_logits, params["gamma"], prior["gamma"], logistic,
-                                     noise.get("logistic_softplus")) / s
+                                     noise.get("logistic_u")) / s
             kl_z = kl_z + self.kl_sticks(params, prior)
             if adapt is not True:
                 on = jnp.asarray(adapt, bool)
@@ -458,21 +456,26 @@ class AdaptiveMLP(eqx.Module):
         elbo = loglik - kl_weight * kl / num_data
         return elbo, {"loglik": loglik, "kl": kl, "accuracy": jnp.mean(acc)}
 
-    def _mask_kl_sum(self, log_pi, q_logits, gamma, gamma0, logistic, const=None):
+    def _mask_kl_sum(self, log_pi, q_logits, gamma, gamma0, logistic, u=None):
         """``sum_s sum_i [log q(y_si) - log p(y_si)]`` of the relaxed masks, one draw per sample.
 
-        ``y = (q + L) / tau`` with ``q = logit(pi) + gamma``, ``p = logit(pi) + gamma0``.
-        With equal temperatures the logit-space log-ratio simplifies exactly to
-        ``(gamma - gamma0) + 2 softplus(gamma0 - gamma - L) - 2 softplus(-L)``
-        (``pi`` cancels, see the module docstring), one softplus per entry
-        instead of two softplus and the products of the general form.
+        ``y = (q + L) / tau`` with ``q = logit(pi) + gamma``, ``p = logit(pi) + gamma0``
+        and ``L = logit(u)`` (``u``: the uniforms, ``sigmoid(L)`` when not given). With
+        equal temperatures the logit-space log-ratio simplifies exactly to
+        ``(gamma - gamma0) + 2 softplus(d - L) - 2 softplus(-L)``, ``d = gamma0 - gamma``
+        (``pi`` cancels, see the module docstring), and
+        ``softplus(d - L) - softplus(-L) = log(u + e^d (1 - u)) = m + log(u e^-m + e^(d-m) (1 - u))``
+        with ``m = max(d, 0)``: one logarithm per entry, the exponentials on the
+        ``[*mask_shape]`` parameters only, and an argument ``>= min(u, 1 - u) > 0``.
         """
         s = logistic.shape[0]
         if self.temperature == self.prior_temperature:
-            d = _tile_samples(gamma0 - gamma, s)
-            if const is None:
-                const = jnp.sum(jax.nn.softplus(-logistic))
-            sp = jnp.sum(jax.nn.softplus(d - logistic)) - jnp.sum(const)
+            if u is None:
+                u = jax.nn.sigmoid(logistic)
+            d = gamma0 - gamma
+            m = jnp.maximum(d, 0.0)
+            a, b = _tile_samples(jnp.exp(-m), s), _tile_samples(jnp.exp(d - m), s)
+            sp = jnp.sum(jnp.log(u * a + (1.0 - u) * b)) + s * jnp.sum(m)
             return s * jnp.sum(gamma - gamma0) + 2.0 * sp
         p_logits = self.mask_logits(log_pi, _tile_samples(gamma0, s))
         return jnp.sum(_kl_relaxed_from_noise(logistic, q_logits, p_logits, self.temperature, self.prior_temperature))

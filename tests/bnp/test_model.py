@@ -223,8 +223,8 @@ def test_equal_temperature_mask_kl_matches_general_form():
         p = model.mask_logits(log_pi, jnp.broadcast_to(gamma0, shape))
         general = jnp.sum(_kl_relaxed_from_noise(logistic, q, p, model.temperature, model.prior_temperature))
         closed = model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic)
-        # the parameter-free part given by the noise (-sum log u) equals sum softplus(-L)
-        given = model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic, -jnp.sum(jnp.log(u), (1, 2, 3)))
+        # with the uniforms given (as the sampler passes them) instead of sigmoid(L)
+        given = model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic, u)
         return general, closed, given
 
     general, closed, given = forms(log_pi, gamma, gamma0, logistic, u)
@@ -256,3 +256,22 @@ def test_cnn_patch_convolution_equals_lax_convolution():
 
     got, ref = both(h, w)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_equal_temperature_mask_kl_stable_at_extreme_logits():
+    """Far-apart posterior and prior logits (|gamma0 - gamma| up to 100): the one-log form stays finite
+    and equals the float64 softplus form ``sum (gamma - gamma0) + 2 softplus(d - L) - 2 softplus(-L)``."""
+    model = _mlp()
+    rng = np.random.default_rng(1)
+    shape = (3,) + model.mask_shape()
+    gamma = rng.uniform(-50, 50, size=model.mask_shape()).astype(np.float32)
+    gamma0 = rng.uniform(-50, 50, size=model.mask_shape()).astype(np.float32)
+    u = ((rng.integers(0, 2**23, size=shape) + 0.5) * 2.0**-23).astype(np.float32)  # the sampler's grid
+    logistic = np.log(u / (1 - u)).astype(np.float32)
+    log_pi = np.log(np.full((3, model.truncation), 0.5, np.float32))
+    got = jax.jit(lambda g, g0, L, u: model._mask_kl_sum(log_pi, None, g, g0, L, u))(gamma, gamma0, logistic, u)
+    d = gamma0.astype(np.float64) - gamma
+    L = logistic.astype(np.float64)
+    want = 3 * np.sum(gamma - gamma0, dtype=np.float64) + 2 * np.sum(np.logaddexp(0, d - L) - np.logaddexp(0, -L))
+    assert np.isfinite(float(got))
+    np.testing.assert_allclose(float(got), want, rtol=1e-5)
