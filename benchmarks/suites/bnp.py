@@ -581,7 +581,7 @@ def run_continual_quality(ctx):
 
 register(QualityBenchmark(
     name="bnp.continual", family=FAMILY, run=run_continual_quality,
-    params={"seeds": 3, "num_steps": 150, "batch_size": 64, "num_samples": 2, "learning_rate": 5e-3,
+    params={"seeds": 10, "num_steps": 150, "batch_size": 64, "num_samples": 2, "learning_rate": 5e-3,
             "kl_weight": 1.0, "ewc_lambda": 1000.0, "width": 32, "truncation": 4,
             "cnn": "skip", "cnn_width": 8,
             "mnist": "skip", "mnist_train_per_task": 1000, "mnist_test_per_task": 2000, "mnist_seeds": 1,
