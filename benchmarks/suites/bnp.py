@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import time
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -89,24 +90,33 @@ def svi_step(params, prior, key, x, y, *, in_features, width, truncation, num_sa
     return {"loss": loss, "grads": grads, "params": optax.apply_updates(params, updates)}
 
 
-def _svi_setup(size, key):
-    s, w, k, b = int(size["S"]), int(size["width"]), int(size["K"]), int(size["batch"])
-    d = int(size.get("in_features", 64))
-    model = _model(d, w, k)
+@eqx.filter_jit
+def _svi_inputs(model, key, batch, num_samples):
+    """Parameters, a perturbed prior, data, the torch seed and the kernel's own draws, in one compilation
+    (op-by-op they cost several seconds of compiles)."""
     kp, kx, ky, kn = jax.random.split(key, 4)
     params = model.init(kp)
     # a non-trivial prior (as after a first task) so every KL term has a gradient
     prior = model.init_prior()
     prior = jax.tree.map(lambda v: v + 0.1 * jax.random.normal(ky, v.shape), prior)
     params["gamma"] = params["gamma"] + 0.5 * jax.random.normal(kx, params["gamma"].shape)
-    x = jax.random.uniform(kx, (b, d))
-    y = jax.random.randint(ky, (b,), 0, 2)
+    x = jax.random.uniform(kx, (batch, model.in_features))
+    y = jax.random.randint(ky, (batch,), 0, 2)
+    seed = jax.random.randint(kn, (), 0, 2**31 - 1)
+    # the kernel's own draws (same key): the agreement check runs the reference on them
+    return params, prior, kn, x, y, seed, model.sample_noise(kn, params, num_samples)
+
+
+def _svi_setup(size, key):
+    s, w, k, b = int(size["S"]), int(size["width"]), int(size["K"]), int(size["batch"])
+    d = int(size.get("in_features", 64))
+    model = _model(d, w, k)
+    params, prior, kn, x, y, seed, noise = _svi_inputs(model, key, b, s)
     num_data = 1000.0
     static = dict(in_features=d, width=w, truncation=k, num_samples=s, num_data=num_data, lr=1e-3)
-    seed = int(jax.random.randint(kn, (), 0, 2**31 - 1))
+    seed = int(seed)
     targs = (to_numpy(params), to_numpy(prior), seed, np.asarray(x), np.asarray(y))
-    # the kernel's own draws (same key): the agreement check runs the reference on them
-    noise = to_numpy(model.sample_noise(kn, params, s))
+    noise = to_numpy(noise)
     flops = 2.0 * 3.0 * s * b * ((d + 1) * w + k * (w + 1) * w + (w + 1) * 2)
     return Case(args=(params, prior, kn, x, y), static=static,
                 baseline_args={"torch": targs, "torch_default_threads": targs, "torch:check-noise": (noise,)},
