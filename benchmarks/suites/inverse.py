@@ -319,9 +319,8 @@ def _run_denoiser_table(ctx) -> QualityResult:
         try:
             nets[name] = load_pretrained(name)
         except FileNotFoundError:
-            notes.append(f"{name}: untrained, no shipped weights (training the gradient-step variant needs a double "
-                         "backward per step, ~3x the DnCNN's CPU cost; `python -m jaxcore.inverse.train_denoiser "
-                         "--gradient-step` builds them), not in the table")
+            notes.append(f"{name}: no weight file in this installation (`python -m jaxcore.inverse.train_denoiser"
+                         f"{' --gradient-step' if name == 'gs-dncnn' else ''}` builds it), not in the table")
     if not nets:
         return QualityResult(notes=notes + ["no trained denoiser is shipped"])
     results = {}
@@ -378,11 +377,14 @@ METHOD_PARAMS = {
     # SNORE with the weight-free TV denoiser in place of the network (same schedule): the reference
     # the trained network has to beat
     "snore_tv": dict(kind="snore", denoiser="tv", sigma=2.0, alpha=0.7, step=0.5, iters=300),
+    # RED with the shipped gradient-step denoiser D = Id - grad g: then x - D(x) = grad g(x) and RED is
+    # exact gradient descent on F + alpha g (the setting of RED's convergence theory)
+    "red_gs": dict(kind="red", denoiser="gs", sigma=2.0, alpha=0.7, step=0.5, iters=300),
 }
 
 #: Methods of the default run (compilation dominates its cost, one per method and operator type);
 #: the full configuration should list all of METHOD_PARAMS (adds the snore_prox and red_prox variants).
-DEFAULT_METHODS = ["snore", "annealed_snore", "red", "pnp_pgd", "pnp_hqs", "snore_tv"]
+DEFAULT_METHODS = ["snore", "annealed_snore", "red", "pnp_pgd", "pnp_hqs", "snore_tv", "red_gs"]
 
 TASKS = {
     "gaussian_blur": "Gaussian blur 9x9, std 1.6",
@@ -440,7 +442,7 @@ def restore_all(key, xs, task, sigma_y, net, methods, iter_scale, n_seeds=1):
         sched = _schedule(mp, sigma_y, iter_scale)
         kind = "snore" if mp["kind"] == "annealed" else mp["kind"]
         t0 = time.perf_counter()
-        den = _tv_denoiser() if mp.get("denoiser") == "tv" else net
+        den = {"tv": _tv_denoiser, "gs": _gs_denoiser}[mp["denoiser"]]() if "denoiser" in mp else net
         xr = jax.block_until_ready(_run_method(kind, seeds, ys, x0s, op_run, den, sched, jnp.float32(sigma_y)))
         dt = time.perf_counter() - t0
         out[name] = (xr[:, 0], *_scores(xr, xs), dt, sched.n_iter)
@@ -474,6 +476,14 @@ def _tv_denoiser():
     from jaxcore.inverse.denoisers import TVDenoiser
 
     return TVDenoiser()
+
+
+@functools.lru_cache(maxsize=None)
+def _gs_denoiser():
+    """The shipped gradient-step DnCNN, symmetric boundary as the restoration DnCNN."""
+    from jaxcore.inverse.denoisers import load_pretrained
+
+    return load_pretrained("gs-dncnn", boundary="symmetric")
 
 
 @functools.partial(jax.jit, static_argnames=("kind",))
@@ -537,7 +547,7 @@ def _run_restoration(ctx) -> QualityResult:
         note=f"denoiser: DnCNN ({wnote}); iteration counts x{p['iter_scale']} of the full configuration; "
              "SSIM as skimage.metrics.structural_similarity (7x7 uniform window, channel_axis=-1); 'degraded' is the "
              "observation (inpainting: missing pixels at the observed mean) clipped to [0, 1]; snore_tv is SNORE "
-             "with the weight-free TV denoiser. No LPIPS: it needs ImageNet-trained AlexNet/VGG weights, which no "
+             "with the weight-free TV denoiser, red_gs RED with the gradient-step DnCNN (gs-dncnn). No LPIPS: it needs ImageNet-trained AlexNet/VGG weights, which no "
              "PyPI package ships (the lpips package ships only its linear heads and downloads the backbone at run "
              "time), and this benchmark runs offline.",
     )

@@ -123,21 +123,26 @@ def test_gradient_step_denoiser_is_gradient_of_potential(x64, key):
     np.testing.assert_allclose(jax.jit(lambda u: gsn(u, sigma))(x), x - grad, atol=1e-10)
 
 
-def test_shipped_weights_reproduce_stated_psnr():
+@pytest.mark.parametrize("name", ["dncnn", "gs-dncnn"])
+def test_shipped_weights_reproduce_stated_psnr(name):
     from jaxcore.inverse.train_denoiser import psnr_table
 
     try:
-        info = pretrained_info("dncnn")
-        net = load_pretrained("dncnn")
+        info = pretrained_info(name)
+        net = load_pretrained(name)
     except FileNotFoundError as exc:
-        pytest.fail(f"the DnCNN weights must ship with the package: {exc}")
+        pytest.fail(f"the {name} weights must ship with the package: {exc}")
+    assert info["architecture"]["gradient_step"] == (name == "gs-dncnn")
+    assert isinstance(net, GradientStepDenoiser) == (name == "gs-dncnn")
     assert isinstance(info["seed"], int) and "recipe" in info
     size = sum(a.size for a in jax.tree.leaves(eqx.filter(net, eqx.is_array)))
     assert size < 1_000_000
     # the network's column is the claim (TV's column is the benchmark's business)
     table = psnr_table(net, seed=info.get("table_seed", info["seed"]), size=256, tv=False)
     np.testing.assert_allclose(table["network"], info["psnr_table"]["network"], atol=0.02)
-    # the trained network beats the noisy input by > 1.5 dB at every noise level, and the stated TV
-    # column within 0.2 dB (it is ahead at sigma 5, 10, 15/255 and 0.14 dB behind at 25/255)
+    # the trained network beats the noisy input by > 1.5 dB at every noise level; the DnCNN is within
+    # 0.2 dB of the stated TV column (ahead at sigma 5, 10, 15/255, 0.14 dB behind at 25/255), the
+    # gradient-step variant, constrained to a gradient field, within 1 dB
     assert all(n > z + 1.5 for n, z in zip(table["network"], table["noisy"]))
-    assert all(n > t - 0.2 for n, t in zip(table["network"], info["psnr_table"]["tv"]))
+    margin = 0.2 if name == "dncnn" else 1.0
+    assert all(n > t - margin for n, t in zip(table["network"], info["psnr_table"]["tv"]))
