@@ -102,7 +102,7 @@ def _svi_inputs(model, key, batch, num_samples):
     params["gamma"] = params["gamma"] + 0.5 * jax.random.normal(kx, params["gamma"].shape)
     x = jax.random.uniform(kx, (batch, model.in_features))
     y = jax.random.randint(ky, (batch,), 0, 2)
-    seed = jax.random.randint(kn, (), 0, 2**31 - 1)
+    seed = jax.random.randint(jax.random.fold_in(key, 5), (), 0, 2**31 - 1)  # not from kn: the noise's key
     # the kernel's own draws (same key): the agreement check runs the reference on them
     return params, prior, kn, x, y, seed, model.sample_noise(kn, params, num_samples)
 
@@ -143,8 +143,8 @@ def _torch_svi_step_1thread(*args, **kwargs):
     if _torch_device() != "cpu":
         return _torch_svi_step(*args, **kwargs)
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     try:
+        torch.set_num_threads(1)
         return _torch_svi_step(*args, **kwargs)
     finally:
         torch.set_num_threads(threads)

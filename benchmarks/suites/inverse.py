@@ -378,7 +378,8 @@ METHOD_PARAMS = {
     # the trained network has to beat
     "snore_tv": dict(kind="snore", denoiser="tv", sigma=2.0, alpha=0.7, step=0.5, iters=300),
     # RED with the shipped gradient-step denoiser D = Id - grad g: then x - D(x) = grad g(x) and RED is
-    # exact gradient descent on F + alpha g (the setting of RED's convergence theory)
+    # (projected, as every method here clips to [0, 1]) gradient descent on F + (alpha / sigma^2) g, the
+    # setting of RED's convergence theory; hyper-parameters are RED's, not tuned for this denoiser
     "red_gs": dict(kind="red", denoiser="gs", sigma=2.0, alpha=0.7, step=0.5, iters=300),
 }
 

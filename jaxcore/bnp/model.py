@@ -271,7 +271,7 @@ class AdaptiveMLP(eqx.Module):
             ``eps_head`` ``[S, W+1, C]`` (standard normals); ``logistic``
             ``[S, *mask_shape]`` (logistic noise of the relaxed masks, ``L = logit(u)``);
             ``logistic_u`` ``[S, *mask_shape]``, the uniforms ``u`` (optional in
-            :meth:`elbo_from_noise`, which computes ``sigmoid(L)`` when absent); ``g1``,
+            :meth:`elbo_from_noise`, which then uses the two-softplus form of the mask KL); ``g1``,
             ``g0`` ``[S, K]`` (gamma draws with shapes ``a``, ``b``:
             ``nu = g1 / (g1 + g0)``, differentiable in ``a, b`` through implicit
             reparameterisation). Exposed so reference implementations can reproduce
@@ -460,7 +460,7 @@ class AdaptiveMLP(eqx.Module):
         """``sum_s sum_i [log q(y_si) - log p(y_si)]`` of the relaxed masks, one draw per sample.
 
         ``y = (q + L) / tau`` with ``q = logit(pi) + gamma``, ``p = logit(pi) + gamma0``
-        and ``L = logit(u)`` (``u``: the uniforms, ``sigmoid(L)`` when not given). With
+        and ``L = logit(u)`` (``u``: the uniforms; without them the softplus form below is used). With
         equal temperatures the logit-space log-ratio simplifies exactly to
         ``(gamma - gamma0) + 2 softplus(d - L) - 2 softplus(-L)``, ``d = gamma0 - gamma``
         (``pi`` cancels, see the module docstring), and
@@ -469,9 +469,12 @@ class AdaptiveMLP(eqx.Module):
         ``[*mask_shape]`` parameters only, and an argument ``>= min(u, 1 - u) > 0``.
         """
         s = logistic.shape[0]
+        if self.temperature == self.prior_temperature and u is None:
+            # no uniforms given: the softplus form (sigmoid(L) rounds to 1 for the largest L in float32)
+            d = _tile_samples(gamma0 - gamma, s)
+            sp = jnp.sum(jax.nn.softplus(d - logistic)) - jnp.sum(jax.nn.softplus(-logistic))
+            return s * jnp.sum(gamma - gamma0) + 2.0 * sp
         if self.temperature == self.prior_temperature:
-            if u is None:
-                u = jax.nn.sigmoid(logistic)
             d = gamma0 - gamma
             m = jnp.maximum(d, 0.0)
             a, b = _tile_samples(jnp.exp(-m), s), _tile_samples(jnp.exp(d - m), s)

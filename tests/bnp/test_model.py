@@ -275,3 +275,21 @@ def test_equal_temperature_mask_kl_stable_at_extreme_logits():
     want = 3 * np.sum(gamma - gamma0, dtype=np.float64) + 2 * np.sum(np.logaddexp(0, d - L) - np.logaddexp(0, -L))
     assert np.isfinite(float(got))
     np.testing.assert_allclose(float(got), want, rtol=1e-5)
+
+
+def test_random_words_vmap_over_keys_equals_loop_and_threefry_blocks():
+    """The noise words: pair i is threefry_2x32(key, (i, 0)); vmap over keys gives each key its own words
+    (XLA's RngBitGenerator batching rule alone would use the first key for the whole batch)."""
+    import jax.extend.random
+
+    from jaxcore.bnp.distributions import _random_words
+
+    keys = jax.random.split(jax.random.key(5), 3)
+    n = 7
+    loop = np.stack([np.asarray(jax.jit(lambda k: _random_words(k, n))(k)) for k in keys])
+    batched = np.asarray(jax.jit(jax.vmap(lambda k: _random_words(k, n)))(keys))
+    np.testing.assert_array_equal(batched, loop)
+    assert len({tuple(r) for r in loop}) == 3
+    kd = jax.random.key_data(keys[1])
+    blocks = [np.asarray(jax.extend.random.threefry_2x32(kd, jnp.array([i, 0], jnp.uint32))) for i in range(4)]
+    np.testing.assert_array_equal(loop[1], np.concatenate(blocks)[:n])
