@@ -36,8 +36,9 @@ them (``benchmarks: {core.cumsum: {sizes: [{n: 100}]}}``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -285,3 +286,21 @@ def to_numpy(tree: Any) -> Any:
         return np.asarray(x)
 
     return jax.tree_util.tree_map(conv, tree)
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run a PyTorch baseline on ``n`` intra-op threads, restoring the previous count afterwards.
+
+    Baselines made of many small operations are fastest on one thread here: the
+    harness makes OpenMP wait passively (``benchmarks/__main__.py``), so every
+    operation on more threads pays a thread wake-up.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(n)
+        yield
+    finally:
+        torch.set_num_threads(previous)

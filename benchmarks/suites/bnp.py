@@ -60,6 +60,7 @@ from benchmarks.registry import (
     Table,
     register,
     to_numpy,
+    torch_threads,
 )
 
 FAMILY = "bnp"
@@ -138,16 +139,10 @@ def _torch_svi_step_1thread(*args, **kwargs):
     passive wait the harness sets (``benchmarks/__main__.py``): torch's many small
     operations per sample pay a thread wake-up each.
     """
-    import torch
-
     if _torch_device() != "cpu":
         return _torch_svi_step(*args, **kwargs)
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
+    with torch_threads(1):
         return _torch_svi_step(*args, **kwargs)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _torch_svi_step(params, prior, seed, x, y, *, in_features, width, truncation, num_samples,

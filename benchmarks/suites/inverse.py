@@ -548,9 +548,9 @@ def _run_restoration(ctx) -> QualityResult:
         note=f"denoiser: DnCNN ({wnote}); iteration counts x{p['iter_scale']} of the full configuration; "
              "SSIM as skimage.metrics.structural_similarity (7x7 uniform window, channel_axis=-1); 'degraded' is the "
              "observation (inpainting: missing pixels at the observed mean) clipped to [0, 1]; snore_tv is SNORE "
-             "with the weight-free TV denoiser, red_gs RED with the gradient-step DnCNN (gs-dncnn). No LPIPS: it needs ImageNet-trained AlexNet/VGG weights, which no "
-             "PyPI package ships (the lpips package ships only its linear heads and downloads the backbone at run "
-             "time), and this benchmark runs offline.",
+             "with the weight-free TV denoiser, red_gs RED with the gradient-step DnCNN (gs-dncnn). No LPIPS: it "
+             "needs ImageNet-trained AlexNet/VGG weights, which no PyPI package ships (the lpips package ships "
+             "only its linear heads and downloads the backbone at run time), and this benchmark runs offline.",
     )
     # figure: one row per task (first noise level, first image), degraded then each method
     cols = ["clean", "degraded"] + methods

@@ -52,6 +52,7 @@ from benchmarks.registry import (
     Table,
     register,
     to_numpy,
+    torch_threads,
 )
 
 FAMILY = "tpp"
@@ -196,14 +197,10 @@ def torch_njdtpp(weights, eta0, times, marks, mask, T, z, *, skeleton=None, num_
     """PyTorch reference in the official implementation's style: Python loops over events and sub-steps."""
     import torch
 
-    threads = torch.get_num_threads()
     # one intra-op thread: on these small batch tensors extra threads only add synchronisation
     # (measured on this 2-core machine: 0.49 s with 1 thread vs 4-5 s with the default 2 when loaded)
-    try:
-        torch.set_num_threads(1)
+    with torch_threads(1):
         return _torch_njdtpp(torch, weights, eta0, times, marks, mask, T, z, num_substeps)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _torch_njdtpp(torch, weights, eta0, times, marks, mask, T, z, num_substeps):

@@ -469,16 +469,14 @@ class AdaptiveMLP(eqx.Module):
         ``[*mask_shape]`` parameters only, and an argument ``>= min(u, 1 - u) > 0``.
         """
         s = logistic.shape[0]
-        if self.temperature == self.prior_temperature and u is None:
-            # no uniforms given: the softplus form (sigmoid(L) rounds to 1 for the largest L in float32)
-            d = _tile_samples(gamma0 - gamma, s)
-            sp = jnp.sum(jax.nn.softplus(d - logistic)) - jnp.sum(jax.nn.softplus(-logistic))
-            return s * jnp.sum(gamma - gamma0) + 2.0 * sp
         if self.temperature == self.prior_temperature:
             d = gamma0 - gamma
-            m = jnp.maximum(d, 0.0)
-            a, b = _tile_samples(jnp.exp(-m), s), _tile_samples(jnp.exp(d - m), s)
-            sp = jnp.sum(jnp.log(u * a + (1.0 - u) * b)) + s * jnp.sum(m)
+            if u is None:  # the softplus form (sigmoid(L) rounds to 1 for the largest L in float32)
+                sp = jnp.sum(jax.nn.softplus(_tile_samples(d, s) - logistic)) - jnp.sum(jax.nn.softplus(-logistic))
+            else:
+                m = jnp.maximum(d, 0.0)
+                a, b = _tile_samples(jnp.exp(-m), s), _tile_samples(jnp.exp(d - m), s)
+                sp = jnp.sum(jnp.log(u * a + (1.0 - u) * b)) + s * jnp.sum(m)
             return s * jnp.sum(gamma - gamma0) + 2.0 * sp
         p_logits = self.mask_logits(log_pi, _tile_samples(gamma0, s))
         return jnp.sum(_kl_relaxed_from_noise(logistic, q_logits, p_logits, self.temperature, self.prior_temperature))
