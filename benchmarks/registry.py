@@ -288,6 +288,46 @@ def to_numpy(tree: Any) -> Any:
     return jax.tree_util.tree_map(conv, tree)
 
 
+def torch_device() -> str:
+    """Where a PyTorch baseline runs: ``"cuda"`` when JAX's default backend is a GPU and
+    PyTorch sees one, else ``"cpu"``; the reference runs on the kernel's device.
+
+    The harness waits for CUDA work as it waits for JAX arrays (:func:`benchmarks.runner.block`),
+    so a timed baseline call includes its kernels.
+    """
+    import jax
+    import torch
+
+    return "cuda" if jax.default_backend() == "gpu" and torch.cuda.is_available() else "cpu"
+
+
+#: Agreement tolerance on a GPU, in relative Euclidean norm per output leaf. At its default
+#: precision XLA runs float32 matrix products and convolutions there in TF32 (10-bit mantissas),
+#: as PyTorch does its cuDNN convolutions (its matrix products stay float32): outputs agree to
+#: about 1e-3 of their norm, not to float32 rounding.
+GPU_REL_TOL = 1e-2
+
+
+def check_rel_norm(kernel_out: Any, baseline_out: Any, tol: float = GPU_REL_TOL) -> None:
+    """Raise ``AssertionError`` unless every leaf has ``||k - b|| / ||b|| <= tol`` (and ``k`` is finite)."""
+    import jax
+
+    k_leaves, k_def = jax.tree_util.tree_flatten_with_path(to_numpy(kernel_out))
+    b_leaves = jax.tree_util.tree_leaves(to_numpy(baseline_out))
+    if len(k_leaves) != len(b_leaves):
+        raise AssertionError(f"outputs have {len(k_leaves)} and {len(b_leaves)} leaves")
+    for (path, k), b in zip(k_leaves, b_leaves):
+        k, b = np.asarray(k, np.float64), np.asarray(b, np.float64)
+        where = jax.tree_util.keystr(path) or "output"
+        if k.shape != b.shape:
+            raise AssertionError(f"{where}: shapes differ: {k.shape} vs {b.shape}")
+        if not np.all(np.isfinite(k)):
+            raise AssertionError(f"{where}: kernel output is not finite")
+        rel = float(np.linalg.norm(k - b) / max(float(np.linalg.norm(b)), 1e-30))
+        if rel > tol:
+            raise AssertionError(f"{where}: relative norm of the difference {rel:.2e} > {tol:g}")
+
+
 @contextlib.contextmanager
 def torch_threads(n: int) -> Iterator[None]:
     """Run a PyTorch baseline on ``n`` intra-op threads, restoring the previous count afterwards.

@@ -82,8 +82,12 @@ def peak_rss_mib() -> float:
 
 
 def block(tree: Any) -> Any:
-    """Wait for every JAX array in a pytree (no-op for NumPy / torch)."""
-    return jax.block_until_ready(tree)
+    """Wait for every JAX array in a pytree, and for PyTorch's CUDA work where PyTorch has used CUDA."""
+    out = jax.block_until_ready(tree)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    return out
 
 
 # --------------------------------------------------------------------------- ceilings

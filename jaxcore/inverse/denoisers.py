@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .operators import standard_normal
+from .operators import _checks_hoisted, standard_normal
 
 __all__ = [
     "AbstractDenoiser",
@@ -67,6 +67,8 @@ def _check_sigma(sigma, name: str = "sigma"):
     if not isinstance(sigma, jax.core.Tracer):
         if np.any(np.asarray(sigma) < 0) or not np.all(np.isfinite(np.asarray(sigma))):
             raise ValueError(f"{name} must be finite and >= 0 (noise standard deviation), got {np.asarray(sigma)}")
+        return sigma
+    if _checks_hoisted():
         return sigma
     return eqx.error_if(sigma, jnp.any(sigma < 0), f"{name} must be >= 0 (noise standard deviation)")
 

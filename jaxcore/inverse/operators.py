@@ -18,7 +18,9 @@ Blur kernels: :func:`gaussian_kernel`, :func:`uniform_kernel`, :func:`motion_ker
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
+import threading
 
 import equinox as eqx
 import jax
@@ -45,12 +47,38 @@ def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+_HOISTED = threading.local()
+
+
+@contextlib.contextmanager
+def hoisted_checks():
+    """While tracing inside this block, jaxcore's run-time argument checks (``eqx.error_if`` on
+    traced values) are left out; checks on concrete values still run.
+
+    For loop bodies whose arguments the caller has checked once, before the loop: on a GPU
+    each run-time check inside a loop is a conditional whose predicate the host reads at
+    every iteration, which drains the device queue each time.
+    """
+    previous = getattr(_HOISTED, "on", False)
+    _HOISTED.on = True
+    try:
+        yield
+    finally:
+        _HOISTED.on = previous
+
+
+def _checks_hoisted() -> bool:
+    return getattr(_HOISTED, "on", False)
+
+
 def _check_positive(value, name: str):
     value = jnp.asarray(value)
     if _is_concrete(value):
         v = np.asarray(value)
         if np.any(v < 0) or not np.all(np.isfinite(v)):
             raise ValueError(f"{name} must be finite and >= 0, got {v}")
+        return value
+    if _checks_hoisted():
         return value
     return eqx.error_if(value, jnp.any(value < 0), f"{name} must be >= 0")
 
@@ -358,6 +386,8 @@ def _check_unit_range(x, name: str):
             raise ValueError(
                 f"{name} must lie in [0, 1] when clip=False, got values in [{v.min():.4g}, {v.max():.4g}]"
             )
+        return x
+    if _checks_hoisted():
         return x
     return eqx.error_if(x, jnp.any((x < 0) | (x > 1)), f"{name} must lie in [0, 1] when clip=False")
 

@@ -31,13 +31,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
 from .denoisers import AbstractDenoiser
-from .operators import AbstractOperator, standard_normal
+from .operators import AbstractOperator, hoisted_checks, standard_normal
 from .metrics import psnr as _psnr
 
 __all__ = [
@@ -175,9 +176,17 @@ def _validate(y, operator, denoiser, schedule, sigma_y, x0):
     if x0 is not None and x0.shape != y.shape:
         raise ValueError(f"x0 must have y's shape {tuple(y.shape)}, got {tuple(x0.shape)}")
     sy = jnp.asarray(sigma_y)
-    if not isinstance(sy, jax.core.Tracer):
-        if not float(sy) > 0:
-            raise ValueError(f"sigma_y must be > 0, got {float(sy)}")
+    if not isinstance(sy, jax.core.Tracer) and not float(sy) > 0:
+        raise ValueError(f"sigma_y must be > 0, got {float(sy)}")
+    for name, a in zip(Schedule._fields, schedule):
+        if not isinstance(a, jax.core.Tracer) and np.any(np.asarray(a) < 0):
+            raise ValueError(f"schedule.{name} must be >= 0, got min {np.min(np.asarray(a))}")
+    traced = [a for a in (sy, *schedule) if isinstance(a, jax.core.Tracer)]
+    if not traced:
+        return sigma_y, schedule
+    # Traced values: one run-time check for all of them, before the loop (see _loop).
+    bad = ~(sy > 0) | jnp.any(jnp.stack([jnp.any(a < 0) for a in schedule]))
+    return eqx.error_if((sy, schedule), bad, "sigma_y must be > 0 and schedule.sigma, .alpha, .step_size >= 0")
 
 
 def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip: bool, track: bool):
@@ -199,7 +208,10 @@ def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip
         return x, out
 
     sched = jax.tree.map(lambda a: a.astype(x0.dtype), schedule)
-    x, out = jax.lax.scan(body, x0, (sched.sigma, sched.alpha, sched.step_size, keys))
+    # No run-time checks inside the loop body (the callers ran _validate): on a GPU a check in
+    # the body is a conditional whose predicate the host reads at every iteration.
+    with hoisted_checks():
+        x, out = jax.lax.scan(body, x0, (sched.sigma, sched.alpha, sched.step_size, keys))
     if track:
         return RestorationResult(x, out[0] if x_true is not None else None, out[1])
     return RestorationResult(x)
@@ -274,7 +286,7 @@ def snore(
     References:
         Renaud, Prost, Leclaire & Papadakis, ICML 2024, Algorithm 1 and eq. (6).
     """
-    _validate(y, operator, denoiser, schedule, sigma_y, x0)
+    sigma_y, schedule = _validate(y, operator, denoiser, schedule, sigma_y, x0)
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
     step = _snore_step(operator, denoiser, y, sigma_y, n_samples, prox, antithetic)
@@ -316,7 +328,7 @@ def red(
     References:
         Romano, Elad & Milanfar, SIAM J. Imaging Sci. 2017, eq. (38).
     """
-    _validate(y, operator, denoiser, schedule, sigma_y, x0)
+    sigma_y, schedule = _validate(y, operator, denoiser, schedule, sigma_y, x0)
 
     def step(x, sig, alp, dlt, _):
         g = alp * (x - denoiser(x, sig)) / sig**2
@@ -338,7 +350,7 @@ def pnp_pgd(
     References:
         Venkatakrishnan, Bouman & Wohlberg, GlobalSIP 2013; Hurault et al., ICLR 2022, eq. (5).
     """
-    _validate(y, operator, denoiser, schedule, sigma_y, x0)
+    sigma_y, schedule = _validate(y, operator, denoiser, schedule, sigma_y, x0)
 
     def step(x, sig, alp, dlt, _):
         return denoiser(x - dlt * operator.data_grad(x, y, sigma_y), sig)
@@ -358,7 +370,7 @@ def pnp_hqs(
         Zhang, Li, Zuo, Zhang, Van Gool & Timofte, "Plug-and-play image restoration with
         deep denoiser prior", IEEE TPAMI 2021, eqs. (6)-(7).
     """
-    _validate(y, operator, denoiser, schedule, sigma_y, x0)
+    sigma_y, schedule = _validate(y, operator, denoiser, schedule, sigma_y, x0)
 
     def step(x, sig, alp, dlt, _):
         return denoiser(operator.data_prox(x, y, sigma_y, dlt), sig)

@@ -344,3 +344,27 @@ def test_module_entry_point_lists_core_suite():
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "--list"], capture_output=True, text=True,
                           timeout=300)
     assert "core.matmul" in proc.stdout and "core.logsumexp" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_check_rel_norm_per_leaf():
+    """The GPU agreement check: relative Euclidean norm of the difference, leaf by leaf, named."""
+    b = {"a": np.ones(100), "g": np.linspace(-1.0, 1.0, 50)}
+    k = {"a": np.ones(100) * (1 + 5e-3), "g": b["g"].copy()}
+    registry.check_rel_norm(k, b)  # 5e-3 <= 1e-2
+    k["g"][3] += 0.2 * np.linalg.norm(b["g"])  # a relative error of 0.2 on leaf g
+    with pytest.raises(AssertionError, match=r"\['g'\]: relative norm of the difference 2.00e-01"):
+        registry.check_rel_norm(k, b)
+    with pytest.raises(AssertionError, match="not finite"):
+        registry.check_rel_norm({"a": np.full(100, np.nan), "g": b["g"]}, b)
+    with pytest.raises(AssertionError, match="shapes differ"):
+        registry.check_rel_norm({"a": np.ones(99), "g": b["g"]}, b)
+    with pytest.raises(AssertionError, match="leaves"):
+        registry.check_rel_norm({"a": np.ones(100)}, b)
+
+
+def test_torch_baselines_run_on_the_kernel_device():
+    pytest.importorskip("torch")
+    import torch
+
+    expected = "cuda" if jax.default_backend() == "gpu" and torch.cuda.is_available() else "cpu"
+    assert registry.torch_device() == expected

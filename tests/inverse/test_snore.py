@@ -150,6 +150,30 @@ def test_errors():
         constant_schedule(3, sigma=-1.0)
     with pytest.raises(ValueError, match="sigma"):
         den(y, -0.1)
+    # a concrete Schedule built by hand (constant_schedule checks its own arguments)
+    bad = sched._replace(step_size=-sched.step_size)
+    with pytest.raises(ValueError, match="schedule.step_size"):
+        snore(jax.random.key(0), y, op, den, bad, sigma_y)
+
+
+def test_traced_arguments_are_checked_once_before_the_loop():
+    """Under jit, sigma_y and the schedule are checked at run time by one check before the loop,
+    and the loop body holds none (on a GPU a check in the body stalls every iteration)."""
+    import equinox as eqx
+
+    x, op, y, sigma_y = _small_problem()
+    den = TVDenoiser(n_iter=3)
+    run = eqx.filter_jit(lambda sched, sy: snore(jax.random.key(0), y, op, den, sched, sy).x)
+    good = constant_schedule(3, sigma=0.05, alpha=0.5, step_size=0.5 * sigma_y**2)
+    ref = snore(jax.random.key(0), y, op, den, good, sigma_y).x
+    np.testing.assert_allclose(run(good, sigma_y), ref, rtol=1e-6, atol=1e-6)
+    for sched, sy in ((good._replace(sigma=-good.sigma), sigma_y), (good, -sigma_y),
+                      (good._replace(step_size=-good.step_size), sigma_y)):
+        with pytest.raises(eqx.EquinoxRuntimeError, match="sigma_y must be > 0 and schedule"):
+            jax.block_until_ready(run(sched, sy))
+    for n_iter in (3, 12):
+        hlo = jax.jit(run).lower(constant_schedule(n_iter, sigma=0.05), sigma_y).compile().as_text()
+        assert hlo.count("conditional(") == 1, hlo.count("conditional(")
 
 
 @pytest.mark.slow  # ~40 s CPU of compilation; the restoration benchmark covers it in every run
