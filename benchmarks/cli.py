@@ -18,6 +18,7 @@ import pkgutil
 import sys
 import time
 import traceback
+import zlib
 from typing import Any
 
 BACKENDS = ("cpu", "gpu", "tpu")
@@ -64,6 +65,18 @@ def discover_suites() -> tuple[list[str], dict[str, str]]:
         except Exception as exc:
             errors[mod.name] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
     return ok, errors
+
+
+def task_key(key: Any, name: str, what: str, arg: Any) -> Any:
+    """The PRNG key of one task: ``key`` folded with a checksum of the benchmark's name, the
+    task kind and (for a size) the size, so that a benchmark draws the same data whichever other
+    benchmarks run beside it (``--suite``, skips) and in whatever order."""
+    import jax
+
+    ident = name + "/" + what
+    if what == "size":
+        ident += "/" + json.dumps(dict(arg), sort_keys=True, default=str)
+    return jax.random.fold_in(key, zlib.crc32(ident.encode()) % 2**31)
 
 
 def available_backends() -> list[str]:
@@ -334,8 +347,8 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
             progress.advance(ceil_task)
             run.save()
             bar = progress.add_task("benchmarks", total=len(tasks))
-            for i, (b, what, arg) in enumerate(tasks):
-                sub = jax.random.fold_in(key, i)
+            for b, what, arg in tasks:
+                sub = task_key(key, b.name, what, arg)
                 label = f"{b.name} {'' if what != 'size' else ', '.join(f'{k}={v}' for k, v in arg.items())}"
                 progress.update(bar, description=label[:60])
                 t0 = time.perf_counter()

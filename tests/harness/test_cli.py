@@ -368,3 +368,25 @@ def test_torch_baselines_run_on_the_kernel_device():
 
     expected = "cuda" if jax.default_backend() == "gpu" and torch.cuda.is_available() else "cpu"
     assert registry.torch_device() == expected
+
+
+def test_task_keys_do_not_depend_on_the_selection(planted, tmp_path):
+    """A benchmark draws the same random data whether it runs alone or after others."""
+
+    def run(ctx):
+        draw = float(jax.random.uniform(ctx.key))
+        return QualityResult(tables=[Table("draw", ["value"], [[draw]])], metrics={"draw": draw})
+
+    planted(QualityBenchmark(name="fake.a", family="fake", run=run))
+    planted(QualityBenchmark(name="fake.b", family="fake", run=run))
+    _, both, _ = _run(tmp_path / "both")
+    _, alone, _ = _run(tmp_path / "alone", "quality.fake.a.skip=true")
+    assert "fake.a" not in _by_name(alone)
+    b_both, b_alone = _by_name(both)["fake.b"]["metrics"]["draw"], _by_name(alone)["fake.b"]["metrics"]["draw"]
+    assert b_both == b_alone
+    assert _by_name(both)["fake.a"]["metrics"]["draw"] != b_both
+    k1 = cli.task_key(jax.random.key(0), "x.y", "size", {"n": 1, "m": 2})
+    k2 = cli.task_key(jax.random.key(0), "x.y", "size", {"m": 2, "n": 1})
+    k3 = cli.task_key(jax.random.key(0), "x.y", "size", {"n": 2, "m": 2})
+    assert np.array_equal(jax.random.key_data(k1), jax.random.key_data(k2))
+    assert not np.array_equal(jax.random.key_data(k1), jax.random.key_data(k3))
