@@ -74,8 +74,8 @@ def task_key(key: Any, name: str, what: str, arg: Any) -> Any:
     import jax
 
     ident = name + "/" + what
-    if what == "size":
-        ident += "/" + json.dumps(dict(arg), sort_keys=True, default=str)
+    if what == "size":  # NumPy scalars as Python numbers, so np.int64(64) and 64 give one key
+        ident += "/" + json.dumps(dict(arg), sort_keys=True, default=lambda v: v.item() if hasattr(v, "item") else str(v))
     return jax.random.fold_in(key, zlib.crc32(ident.encode()) % 2**31)
 
 

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .operators import _checks_hoisted, standard_normal
+from .operators import _is_trusted, standard_normal
 
 __all__ = [
     "AbstractDenoiser",
@@ -68,7 +68,7 @@ def _check_sigma(sigma, name: str = "sigma"):
         if np.any(np.asarray(sigma) < 0) or not np.all(np.isfinite(np.asarray(sigma))):
             raise ValueError(f"{name} must be finite and >= 0 (noise standard deviation), got {np.asarray(sigma)}")
         return sigma
-    if _checks_hoisted():
+    if _is_trusted(sigma):
         return sigma
     return eqx.error_if(sigma, jnp.any(sigma < 0), f"{name} must be >= 0 (noise standard deviation)")
 

@@ -47,28 +47,29 @@ def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-_HOISTED = threading.local()
+_TRUSTED = threading.local()
 
 
 @contextlib.contextmanager
-def hoisted_checks():
-    """While tracing inside this block, jaxcore's run-time argument checks (``eqx.error_if`` on
-    traced values) are left out; checks on concrete values still run.
+def trusted_values(*values):
+    """While tracing inside this block, jaxcore's run-time argument checks (``eqx.error_if``)
+    skip exactly these traced values (identity, not equality): values the caller has checked
+    once, before a loop. Derived values and the fresh tracers of a jitted callee are still
+    checked, so nothing unchecked is cached or reaches a user's own code.
 
-    For loop bodies whose arguments the caller has checked once, before the loop: on a GPU
-    each run-time check inside a loop is a conditional whose predicate the host reads at
-    every iteration, which drains the device queue each time.
+    On a GPU each run-time check inside a loop body is a conditional whose predicate the host
+    reads at every iteration, which drains the device queue each time.
     """
-    previous = getattr(_HOISTED, "on", False)
-    _HOISTED.on = True
+    previous = getattr(_TRUSTED, "values", ())
+    _TRUSTED.values = previous + tuple(v for v in values if isinstance(v, jax.core.Tracer))
     try:
         yield
     finally:
-        _HOISTED.on = previous
+        _TRUSTED.values = previous
 
 
-def _checks_hoisted() -> bool:
-    return getattr(_HOISTED, "on", False)
+def _is_trusted(value) -> bool:
+    return any(value is v for v in getattr(_TRUSTED, "values", ()))
 
 
 def _check_positive(value, name: str):
@@ -78,7 +79,7 @@ def _check_positive(value, name: str):
         if np.any(v < 0) or not np.all(np.isfinite(v)):
             raise ValueError(f"{name} must be finite and >= 0, got {v}")
         return value
-    if _checks_hoisted():
+    if _is_trusted(value):
         return value
     return eqx.error_if(value, jnp.any(value < 0), f"{name} must be >= 0")
 
@@ -386,8 +387,6 @@ def _check_unit_range(x, name: str):
             raise ValueError(
                 f"{name} must lie in [0, 1] when clip=False, got values in [{v.min():.4g}, {v.max():.4g}]"
             )
-        return x
-    if _checks_hoisted():
         return x
     return eqx.error_if(x, jnp.any((x < 0) | (x > 1)), f"{name} must lie in [0, 1] when clip=False")
 

@@ -38,7 +38,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .denoisers import AbstractDenoiser
-from .operators import AbstractOperator, hoisted_checks, standard_normal
+from .operators import AbstractOperator, standard_normal, trusted_values
 from .metrics import psnr as _psnr
 
 __all__ = [
@@ -176,21 +176,29 @@ def _validate(y, operator, denoiser, schedule, sigma_y, x0):
     if x0 is not None and x0.shape != y.shape:
         raise ValueError(f"x0 must have y's shape {tuple(y.shape)}, got {tuple(x0.shape)}")
     sy = jnp.asarray(sigma_y)
-    if not isinstance(sy, jax.core.Tracer) and not float(sy) > 0:
-        raise ValueError(f"sigma_y must be > 0, got {float(sy)}")
+    if not isinstance(sy, jax.core.Tracer) and not (np.isfinite(float(sy)) and float(sy) > 0):
+        raise ValueError(f"sigma_y must be finite and > 0, got {float(sy)}")
     for name, a in zip(Schedule._fields, schedule):
-        if not isinstance(a, jax.core.Tracer) and np.any(np.asarray(a) < 0):
-            raise ValueError(f"schedule.{name} must be >= 0, got min {np.min(np.asarray(a))}")
+        if not isinstance(a, jax.core.Tracer):
+            v = np.asarray(a)
+            if np.any(v < 0) or not np.all(np.isfinite(v)):
+                raise ValueError(f"schedule.{name} must be finite and >= 0, got values in [{v.min()}, {v.max()}]")
     traced = [a for a in (sy, *schedule) if isinstance(a, jax.core.Tracer)]
     if not traced:
         return sigma_y, schedule
     # Traced values: one run-time check for all of them, before the loop (see _loop).
-    bad = ~(sy > 0) | jnp.any(jnp.stack([jnp.any(a < 0) for a in schedule]))
-    return eqx.error_if((sy, schedule), bad, "sigma_y must be > 0 and schedule.sigma, .alpha, .step_size >= 0")
+    bad = ~(jnp.isfinite(sy) & (sy > 0)) | jnp.any(jnp.stack([jnp.any(~(jnp.isfinite(a) & (a >= 0))) for a in schedule]))
+    return eqx.error_if((sy, schedule), bad,
+                        "sigma_y must be finite and > 0 and schedule.sigma, .alpha, .step_size finite and >= 0")
 
 
-def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip: bool, track: bool):
-    """Scan ``x <- step(x, sigma, alpha, delta, key_k)`` along the schedule."""
+def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip: bool, track: bool, sigma_y):
+    """Scan ``x <- step(x, sigma, alpha, delta, key_k)`` along the schedule.
+
+    ``schedule`` and ``sigma_y`` are the values :func:`_validate` returned: the loop body trusts
+    them (:func:`~jaxcore.inverse.operators.trusted_values`), so it holds no run-time checks; on a
+    GPU a check in the body is a conditional whose predicate the host reads at every iteration.
+    """
     if key is None:
         key = jax.random.key(0)
     n = schedule.n_iter
@@ -198,7 +206,8 @@ def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip
 
     def body(x, inp):
         sig, alp, dlt, k = inp
-        x = step(x, sig, alp, dlt, k)
+        with trusted_values(sig, dlt, sigma_y):
+            x = step(x, sig, alp, dlt, k)
         if clip:
             x = jnp.clip(x, 0.0, 1.0)
         out = ()
@@ -208,10 +217,7 @@ def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip
         return x, out
 
     sched = jax.tree.map(lambda a: a.astype(x0.dtype), schedule)
-    # No run-time checks inside the loop body (the callers ran _validate): on a GPU a check in
-    # the body is a conditional whose predicate the host reads at every iteration.
-    with hoisted_checks():
-        x, out = jax.lax.scan(body, x0, (sched.sigma, sched.alpha, sched.step_size, keys))
+    x, out = jax.lax.scan(body, x0, (sched.sigma, sched.alpha, sched.step_size, keys))
     if track:
         return RestorationResult(x, out[0] if x_true is not None else None, out[1])
     return RestorationResult(x)
@@ -290,7 +296,7 @@ def snore(
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
     step = _snore_step(operator, denoiser, y, sigma_y, n_samples, prox, antithetic)
-    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track)
+    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track, sigma_y)
 
 
 def snore_prox(key, y, operator, denoiser, schedule, sigma_y, **kwargs) -> RestorationResult:
@@ -336,7 +342,7 @@ def red(
             return operator.data_prox(x - dlt * g, y, sigma_y, dlt)
         return x - dlt * (operator.data_grad(x, y, sigma_y) + g)
 
-    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track)
+    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track, sigma_y)
 
 
 def pnp_pgd(
@@ -355,7 +361,7 @@ def pnp_pgd(
     def step(x, sig, alp, dlt, _):
         return denoiser(x - dlt * operator.data_grad(x, y, sigma_y), sig)
 
-    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track)
+    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track, sigma_y)
 
 
 def pnp_hqs(
@@ -375,7 +381,7 @@ def pnp_hqs(
     def step(x, sig, alp, dlt, _):
         return denoiser(operator.data_prox(x, y, sigma_y, dlt), sig)
 
-    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track)
+    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track, sigma_y)
 
 
 #: Methods :func:`restore_batch` accepts, by name.

@@ -169,11 +169,41 @@ def test_traced_arguments_are_checked_once_before_the_loop():
     np.testing.assert_allclose(run(good, sigma_y), ref, rtol=1e-6, atol=1e-6)
     for sched, sy in ((good._replace(sigma=-good.sigma), sigma_y), (good, -sigma_y),
                       (good._replace(step_size=-good.step_size), sigma_y)):
-        with pytest.raises(eqx.EquinoxRuntimeError, match="sigma_y must be > 0 and schedule"):
+        with pytest.raises(eqx.EquinoxRuntimeError, match="sigma_y must be finite and > 0 and schedule"):
             jax.block_until_ready(run(sched, sy))
     for n_iter in (3, 12):
         hlo = jax.jit(run).lower(constant_schedule(n_iter, sigma=0.05), sigma_y).compile().as_text()
         assert hlo.count("conditional(") == 1, hlo.count("conditional(")
+    keys = jax.random.split(jax.random.key(0), 2)
+    for batch_size in (None, 1):  # vmapped, or one run at a time inside lax.map
+        batch = jax.jit(lambda sched: restore_batch("snore", keys, y[None], op, den, sched, sigma_y,
+                                                    batch_size=batch_size).x)
+        assert batch.lower(good).compile().as_text().count("conditional(") == 1
+
+
+def test_loop_trusts_only_the_values_it_checked():
+    """Only the checked schedule and sigma_y go unchecked inside the loop: a value derived from them
+    in a user's denoiser, and a jitted denoiser traced inside the loop then called on its own, keep
+    their checks."""
+    import equinox as eqx
+
+    x, op, y, sigma_y = _small_problem()
+    den = TVDenoiser(n_iter=2)
+    sched = constant_schedule(2, sigma=0.05)
+    # a user's shift makes sigma negative (outside filter_jit the error surfaces as JAX's runtime error)
+    with pytest.raises((eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError), match="sigma must be >= 0"):
+        jax.block_until_ready(red(y, op, lambda v, s: den(v, s - 0.1), sched, sigma_y).x)
+    run = eqx.filter_jit(lambda sc: red(y, op, lambda v, s: den(v, s - 0.1), sc, sigma_y).x)
+    with pytest.raises(eqx.EquinoxRuntimeError, match="sigma must be >= 0"):
+        jax.block_until_ready(run(sched))
+    fast = eqx.filter_jit(den)
+    red(y, op, fast, sched, sigma_y)  # traces `fast` inside the loop body
+    with pytest.raises(eqx.EquinoxRuntimeError, match="sigma must be >= 0"):
+        jax.block_until_ready(fast(y, jnp.float32(-0.1)))
+    prox = eqx.filter_jit(op.data_prox)
+    pnp_hqs(y, op, den, constant_schedule(2, sigma=0.05, step_size=0.01), sigma_y)
+    with pytest.raises(eqx.EquinoxRuntimeError, match="tau must be >= 0"):
+        jax.block_until_ready(prox(y, y, sigma_y, jnp.float32(-1.0)))
 
 
 @pytest.mark.slow  # ~40 s CPU of compilation; the restoration benchmark covers it in every run
