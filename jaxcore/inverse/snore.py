@@ -164,7 +164,14 @@ def annealed_schedule(
     return Schedule(jnp.asarray(sig, dtype), jnp.asarray(alp, dtype), jnp.full(sig.shape, step_size, dtype))
 
 
-def _validate(y, operator, denoiser, schedule, sigma_y, x0):
+def _validate(y, operator, denoiser, schedule, sigma_y, x0, *, sigma_positive: bool = False):
+    """Check the arguments of an algorithm; return ``(sigma_y, schedule)`` as the loop must use them.
+
+    The schedule is cast to the dtype the loop runs in first (a float16 image turns a large
+    float32 value into inf). Concrete values are checked here in Python; traced ones by one
+    run-time check, before the loop, which then trusts them (see :func:`_loop`).
+    ``sigma_positive``: the method divides by ``sigma^2`` (SNORE, RED), so ``sigma > 0``.
+    """
     if not isinstance(operator, AbstractOperator):
         raise TypeError(f"operator must be an AbstractOperator, got {type(operator).__name__}")
     if not (isinstance(denoiser, AbstractDenoiser) or callable(denoiser)):
@@ -175,21 +182,30 @@ def _validate(y, operator, denoiser, schedule, sigma_y, x0):
         raise ValueError(f"y must be one image [H, W, C] (use restore_batch for batches), got shape {tuple(y.shape)}")
     if x0 is not None and x0.shape != y.shape:
         raise ValueError(f"x0 must have y's shape {tuple(y.shape)}, got {tuple(x0.shape)}")
+    dtype = (y if x0 is None else x0).dtype
+    schedule = Schedule(*(jnp.asarray(a).astype(dtype) for a in schedule))
     sy = jnp.asarray(sigma_y)
     if not isinstance(sy, jax.core.Tracer) and not (np.isfinite(float(sy)) and float(sy) > 0):
         raise ValueError(f"sigma_y must be finite and > 0, got {float(sy)}")
     for name, a in zip(Schedule._fields, schedule):
+        strict = sigma_positive and name == "sigma"
         if not isinstance(a, jax.core.Tracer):
             v = np.asarray(a)
-            if np.any(v < 0) or not np.all(np.isfinite(v)):
-                raise ValueError(f"schedule.{name} must be finite and >= 0, got values in [{v.min()}, {v.max()}]")
+            if np.any(v <= 0 if strict else v < 0) or not np.all(np.isfinite(v)):
+                need = "> 0 (this method divides by sigma^2)" if strict else ">= 0"
+                raise ValueError(f"schedule.{name} must be finite and {need} in {dtype}, "
+                                 f"got values in [{v.min()}, {v.max()}]")
     traced = [a for a in (sy, *schedule) if isinstance(a, jax.core.Tracer)]
     if not traced:
         return sigma_y, schedule
     # Traced values: one run-time check for all of them, before the loop (see _loop).
-    bad = ~(jnp.isfinite(sy) & (sy > 0)) | jnp.any(jnp.stack([jnp.any(~(jnp.isfinite(a) & (a >= 0))) for a in schedule]))
+    sig_ok = (schedule.sigma > 0) if sigma_positive else (schedule.sigma >= 0)
+    bad = (~(jnp.isfinite(sy) & (sy > 0))
+           | jnp.any(~(jnp.isfinite(schedule.sigma) & sig_ok))
+           | jnp.any(jnp.stack([jnp.any(~(jnp.isfinite(a) & (a >= 0))) for a in schedule[1:]])))
     return eqx.error_if((sy, schedule), bad,
-                        "sigma_y must be finite and > 0 and schedule.sigma, .alpha, .step_size finite and >= 0")
+                        f"sigma_y must be finite and > 0, schedule.sigma finite and {'>' if sigma_positive else '>='} 0, "
+                        f"schedule.alpha and .step_size finite and >= 0")
 
 
 def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip: bool, track: bool, sigma_y):
@@ -286,13 +302,16 @@ def snore(
 
     Raises:
         TypeError: wrong operator/denoiser/schedule type.
-        ValueError: ``y`` not ``[H, W, C]``, ``x0`` shape mismatch, ``sigma_y <= 0``;
-            operator shape/channel mismatches (from the operator).
+        ValueError: ``y`` not ``[H, W, C]``, ``x0`` shape mismatch, ``sigma_y`` not finite and
+            ``> 0``, a schedule entry not finite, ``schedule.sigma <= 0`` or ``schedule.alpha``,
+            ``.step_size < 0`` (in the image's dtype); operator shape/channel mismatches (from the
+            operator). Under ``jit`` the value checks run once before the loop and raise
+            ``equinox``'s runtime error.
 
     References:
         Renaud, Prost, Leclaire & Papadakis, ICML 2024, Algorithm 1 and eq. (6).
     """
-    sigma_y, schedule = _validate(y, operator, denoiser, schedule, sigma_y, x0)
+    sigma_y, schedule = _validate(y, operator, denoiser, schedule, sigma_y, x0, sigma_positive=True)
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
     step = _snore_step(operator, denoiser, y, sigma_y, n_samples, prox, antithetic)
@@ -334,7 +353,7 @@ def red(
     References:
         Romano, Elad & Milanfar, SIAM J. Imaging Sci. 2017, eq. (38).
     """
-    sigma_y, schedule = _validate(y, operator, denoiser, schedule, sigma_y, x0)
+    sigma_y, schedule = _validate(y, operator, denoiser, schedule, sigma_y, x0, sigma_positive=True)
 
     def step(x, sig, alp, dlt, _):
         g = alp * (x - denoiser(x, sig)) / sig**2

@@ -154,6 +154,15 @@ def test_errors():
     bad = sched._replace(step_size=-sched.step_size)
     with pytest.raises(ValueError, match="schedule.step_size"):
         snore(jax.random.key(0), y, op, den, bad, sigma_y)
+    # SNORE and RED divide by sigma^2: sigma = 0 is an error there (PnP accepts it)
+    zero = constant_schedule(2, sigma=0.0, step_size=1e-3)
+    for method in (lambda sc: snore(jax.random.key(0), y, op, den, sc, sigma_y), lambda sc: red(y, op, den, sc, sigma_y)):
+        with pytest.raises(ValueError, match=r"schedule.sigma must be finite and > 0"):
+            method(zero)
+    assert np.all(np.isfinite(pnp_pgd(y, op, den, zero, sigma_y).x))
+    # checked in the image's dtype: 1e5 overflows float16
+    with pytest.raises(ValueError, match="schedule.sigma must be finite"):
+        red(y.astype(jnp.float16), op, den, constant_schedule(2, sigma=1e5), sigma_y)
 
 
 def test_traced_arguments_are_checked_once_before_the_loop():
@@ -169,7 +178,7 @@ def test_traced_arguments_are_checked_once_before_the_loop():
     np.testing.assert_allclose(run(good, sigma_y), ref, rtol=1e-6, atol=1e-6)
     for sched, sy in ((good._replace(sigma=-good.sigma), sigma_y), (good, -sigma_y),
                       (good._replace(step_size=-good.step_size), sigma_y)):
-        with pytest.raises(eqx.EquinoxRuntimeError, match="sigma_y must be finite and > 0 and schedule"):
+        with pytest.raises(eqx.EquinoxRuntimeError, match="sigma_y must be finite and > 0, schedule.sigma finite and > 0"):
             jax.block_until_ready(run(sched, sy))
     for n_iter in (3, 12):
         hlo = jax.jit(run).lower(constant_schedule(n_iter, sigma=0.05), sigma_y).compile().as_text()
