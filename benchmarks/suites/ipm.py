@@ -426,7 +426,8 @@ def _run_dp(ctx):
     if al.size:
         axes[1].axhline(np.mean(floors_a), color="k", ls=":", label="noise floor")
     axes[1].set(xscale="log", yscale="log", xlabel="alpha", ylabel="d_lip", title=f"N = {p['N_alpha']}")
-    axes[1].legend(fontsize=7)
+    if al.size:  # the quick run sweeps no alpha: an empty, hidden panel has nothing to label
+        axes[1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(ctx.out_dir / "ipm_dp_approximation.png", dpi=110)
     plt.close(fig)
