@@ -288,6 +288,13 @@ def to_numpy(tree: Any) -> Any:
     return jax.tree_util.tree_map(conv, tree)
 
 
+def on_gpu() -> bool:
+    """Whether JAX's default backend (the kernels' device) is a GPU."""
+    import jax
+
+    return jax.default_backend() == "gpu"
+
+
 def torch_device() -> str:
     """Where a PyTorch baseline runs: ``"cuda"`` when JAX's default backend is a GPU and
     PyTorch sees one, else ``"cpu"``; the reference runs on the kernel's device.
@@ -295,10 +302,9 @@ def torch_device() -> str:
     The harness waits for CUDA work as it waits for JAX arrays (:func:`benchmarks.runner.block`),
     so a timed baseline call includes its kernels.
     """
-    import jax
     import torch
 
-    return "cuda" if jax.default_backend() == "gpu" and torch.cuda.is_available() else "cpu"
+    return "cuda" if on_gpu() and torch.cuda.is_available() else "cpu"
 
 
 #: Agreement tolerance on a GPU, in relative Euclidean norm per output leaf. At its default
@@ -312,7 +318,7 @@ def check_rel_norm(kernel_out: Any, baseline_out: Any, tol: float = GPU_REL_TOL)
     """Raise ``AssertionError`` unless every leaf has ``||k - b|| / ||b|| <= tol`` (and ``k`` is finite)."""
     import jax
 
-    k_leaves, k_def = jax.tree_util.tree_flatten_with_path(to_numpy(kernel_out))
+    k_leaves = jax.tree_util.tree_flatten_with_path(to_numpy(kernel_out))[0]
     b_leaves = jax.tree_util.tree_leaves(to_numpy(baseline_out))
     if len(k_leaves) != len(b_leaves):
         raise AssertionError(f"outputs have {len(k_leaves)} and {len(b_leaves)} leaves")

@@ -27,6 +27,7 @@ from benchmarks.registry import (
     SpeedBenchmark,
     Table,
     check_rel_norm,
+    on_gpu,
     register,
     to_numpy,
     torch_device,
@@ -195,15 +196,11 @@ def torch_snore_sequential(common, channels_last, *, n_samples=1):
     return torch.stack(outs).reshape((y.shape[0], noise.shape[1]) + outs[0].shape)
 
 
-def _on_gpu() -> bool:
-    return jax.default_backend() == "gpu"
-
-
 def _check_close(rtol, atol):
     """Elementwise ``rtol``/``atol`` on CPU; relative norm (TF32) on GPU."""
 
     def check(kernel_out, baseline_out, case):
-        if _on_gpu():  # TF32 convolutions on both sides (both frameworks' default)
+        if on_gpu():  # TF32 convolutions on both sides (both frameworks' default)
             check_rel_norm(kernel_out, baseline_out)
         else:
             default_check(kernel_out, baseline_out, rtol, atol)
@@ -298,7 +295,7 @@ def _check_grad(kernel_out, baseline_out, case):
     """Agreement up to ReLU kinks: float32 rounding can flip a pre-activation within ~1e-7 of 0,
     which changes the backward pass at that pixel; allow 1 in 500 entries to differ by < 0.02.
     On GPU (TF32 convolutions on both sides), the relative-norm check."""
-    if _on_gpu():
+    if on_gpu():
         return check_rel_norm(kernel_out, baseline_out)
     k = np.asarray(to_numpy(kernel_out), np.float64)
     b = np.asarray(to_numpy(baseline_out), np.float64)

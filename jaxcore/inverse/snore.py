@@ -195,8 +195,7 @@ def _validate(y, operator, denoiser, schedule, sigma_y, x0, *, sigma_positive: b
                 need = "> 0 (this method divides by sigma^2)" if strict else ">= 0"
                 raise ValueError(f"schedule.{name} must be finite and {need} in {dtype}, "
                                  f"got values in [{v.min()}, {v.max()}]")
-    traced = [a for a in (sy, *schedule) if isinstance(a, jax.core.Tracer)]
-    if not traced:
+    if not any(isinstance(a, jax.core.Tracer) for a in (sy, *schedule)):
         return sigma_y, schedule
     # Traced values: one run-time check for all of them, before the loop (see _loop).
     sig_ok = (schedule.sigma > 0) if sigma_positive else (schedule.sigma >= 0)
@@ -211,9 +210,10 @@ def _validate(y, operator, denoiser, schedule, sigma_y, x0, *, sigma_positive: b
 def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip: bool, track: bool, sigma_y):
     """Scan ``x <- step(x, sigma, alpha, delta, key_k)`` along the schedule.
 
-    ``schedule`` and ``sigma_y`` are the values :func:`_validate` returned: the loop body trusts
-    them (:func:`~jaxcore.inverse.operators.trusted_values`), so it holds no run-time checks; on a
-    GPU a check in the body is a conditional whose predicate the host reads at every iteration.
+    ``schedule`` and ``sigma_y`` are the values :func:`_validate` returned (the schedule already in
+    ``x0``'s dtype): the loop body trusts them (:func:`~jaxcore.inverse.operators.trusted_values`),
+    so it holds no run-time checks; on a GPU a check in the body is a conditional whose predicate
+    the host reads at every iteration.
     """
     if key is None:
         key = jax.random.key(0)
@@ -232,8 +232,7 @@ def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip
             out = (_psnr(x, x_true) if x_true is not None else jnp.zeros((), x.dtype), fid)
         return x, out
 
-    sched = jax.tree.map(lambda a: a.astype(x0.dtype), schedule)
-    x, out = jax.lax.scan(body, x0, (sched.sigma, sched.alpha, sched.step_size, keys))
+    x, out = jax.lax.scan(body, x0, (schedule.sigma, schedule.alpha, schedule.step_size, keys))
     if track:
         return RestorationResult(x, out[0] if x_true is not None else None, out[1])
     return RestorationResult(x)
