@@ -20,3 +20,18 @@ def x64():
 def key():
     """A fixed PRNG key."""
     return jax.random.key(0)
+
+
+# Hypothesis profiles (DESIGN "Tests"): "light" by default (few examples drawn from small fixed shape
+# sets, so examples do not recompile); "deep" for the slow run (HYPOTHESIS_PROFILE=deep).
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "light", max_examples=12, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile(
+    "deep", max_examples=200, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "light"))
