@@ -12,7 +12,6 @@ import argparse
 import datetime as _dt
 import importlib
 import json
-import os
 import pathlib
 import pkgutil
 import sys
@@ -178,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
 
         err_console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
+    except KeyboardInterrupt:  # before the run's file exists (start-up): nothing to keep
+        err_console.print("[yellow]interrupted before any benchmark ran[/yellow]")
+        return 130
 
 
 def _out_dir(arg: str | None, run_id: str) -> pathlib.Path:
@@ -204,6 +206,22 @@ def _sizes(value: Any, where: str) -> list[dict[str, Any]]:
     if not isinstance(value, (list, tuple)) or not all(isinstance(s, dict) for s in value):
         raise UsageError(f"{where} must be a list of mappings like [{{n: 256}}], got {value!r}")
     return [dict(s) for s in value]
+
+
+def _check_size_keys(b: Any, sizes: list[dict[str, Any]]) -> None:
+    """UsageError unless every size gives the parameters all of the benchmark's declared sizes share.
+
+    (Extra parameters are allowed: some setups read optional ones, e.g. ``in_features``.)
+    """
+    declared = [set(s) for s in list(b.sizes) + list(b.quick_sizes or [])]
+    if not declared:
+        return
+    required = set.intersection(*declared)
+    for s in sizes:
+        missing = required - set(s)
+        if missing:
+            raise UsageError(f"benchmarks.{b.name}: expected sizes with the parameters {sorted(required)}, "
+                             f"got {s!r} (missing {sorted(missing)})")
 
 
 def _plan(selected: list[Any], cfg: Any, import_errors: dict[str, str]) -> list[tuple[Any, str, Any]]:
@@ -235,12 +253,16 @@ def _plan(selected: list[Any], cfg: Any, import_errors: dict[str, str]) -> list[
                     list(b.quick_sizes or list(b.sizes)[:1]))
             else:
                 sizes = _sizes(ov["sizes"], f"benchmarks.{b.name}.sizes") if "sizes" in ov else list(b.sizes)
+            _check_size_keys(b, sizes)
             tasks += [(b, "size", dict(s)) for s in sizes]
             if cfg.scaling and (b.scaling or ov.get("scaling")):
                 sc = ov.get("scaling") or {"param": b.scaling.param, "values": list(b.scaling.values)}
                 if not isinstance(sc, dict) or "param" not in sc or "values" not in sc:
                     raise UsageError(f"benchmarks.{b.name}.scaling must be {{param: NAME, values: [...]}}, got {sc!r}")
                 base = dict(sizes[0]) if sizes else dict(b.sizes[0])
+                if sc["param"] not in base:
+                    raise UsageError(f"benchmarks.{b.name}.scaling: expected param one of {sorted(base)}, "
+                                     f"got {sc['param']!r}")
                 tasks.append((b, "scaling", {"param": sc["param"], "values": list(sc["values"]), "base": base}))
         else:
             ov = dict(quality_ov.get(b.name, {}))
@@ -276,7 +298,7 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from exc
 
-    from . import report, results, runner
+    from . import results
 
     previous = None
     if args.compare:
@@ -315,21 +337,36 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
         return 1 if import_errors else 0
     tasks = _plan(selected, cfg, import_errors)
 
-    from .registry import QualityContext
-
     run_id = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = _out_dir(args.out, run_id)
     doc = results.new_document(run_id, results.machine_info(backend), to_container(cfg))
     run = Run(out_dir, doc)
-    for mod, err in import_errors.items():
-        if wanted is None or mod in wanted:
-            run.doc["results"].append({"kind": "suite", "name": f"{mod}.<import>", "family": mod,
-                                       "status": "error", "error": err})
-            console.print(f"[red]suite {escape(mod)} failed to import:[/red] {escape(err.splitlines()[0])}")
-    run.save()
-    console.print(f"jaxcore benchmarks: {len(tasks)} tasks from {len(selected)} benchmarks, backend {backend}, "
-                  f"writing to {escape(str(out_dir))}/")
+    try:
+        for mod, err in import_errors.items():
+            if wanted is None or mod in wanted:
+                run.doc["results"].append({"kind": "suite", "name": f"{mod}.<import>", "family": mod,
+                                           "status": "error", "error": err})
+                console.print(f"[red]suite {escape(mod)} failed to import:[/red] {escape(err.splitlines()[0])}")
+        run.save()
+        console.print(f"jaxcore benchmarks: {len(tasks)} tasks from {len(selected)} benchmarks, backend {backend}, "
+                      f"writing to {escape(str(out_dir))}/")
+        return _execute(run, tasks, cfg, previous, args, console, out_console)
+    except KeyboardInterrupt:  # outside the benchmark loop (comparison, plots, report): keep the file valid
+        run.doc["status"] = "interrupted"
+        run.save()
+        console.print("[yellow]interrupted: keeping the results measured so far[/yellow]")
+        return 130
 
+
+def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: Any, args: argparse.Namespace,
+             console: Any, out_console: Any) -> int:
+    import jax
+    from rich.markup import escape
+
+    from . import report, results, runner
+    from .registry import QualityContext
+
+    out_dir = run.out_dir
     key = jax.random.key(int(cfg.seed))
     interrupted = False
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

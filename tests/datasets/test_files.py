@@ -164,3 +164,55 @@ def test_replaced_member_in_cache_is_refused(cache):
     with pytest.raises(datasets.DataUnavailableError, match="checksum mismatch"):
         datasets.wheel_file("fake-dist", "4.0", "fake/data/file.txt", member_sha256=member_digest,
                             allow_download=False)
+
+
+def test_cache_entry_with_wrong_keys_is_rebuilt(cache):
+    datasets.cached_arrays("k", lambda: {"x": np.arange(2)})
+    path = cache / "arrays" / "k-v1.npz"
+    np.savez(path, y=np.arange(3))  # readable, but not what the loader wrote
+    out = datasets.cached_arrays("k", lambda: {"x": np.arange(4)})
+    assert out["x"].tolist() == [0, 1, 2, 3]
+    # and an entry whose keys differ from what the caller expects is rebuilt too
+    out = datasets.cached_arrays("k", lambda: {"times": np.arange(2.0)}, keys=("times",))
+    assert sorted(out) == ["times"]
+
+
+def test_cache_entry_with_nan_is_rebuilt_and_nan_sources_refused(cache):
+    datasets.cached_arrays("n", lambda: {"x": np.arange(3.0)})
+    path = cache / "arrays" / "n-v1.npz"
+    with np.load(path) as z:
+        manifest = z["__jaxcore_keys__"]
+    np.savez(path, x=np.array([1.0, np.nan]), __jaxcore_keys__=manifest)
+    assert datasets.cached_arrays("n", lambda: {"x": np.arange(3.0)})["x"].tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(datasets.DataUnavailableError, match="NaN"):
+        datasets.cached_arrays("m", lambda: {"x": np.array([np.nan])})
+    assert np.isnan(datasets.cached_arrays("m2", lambda: {"x": np.array([np.nan])}, allow_nonfinite=True)["x"][0])
+
+
+def test_read_only_cache_is_a_data_error_naming_the_folder(cache):
+    import os
+    import stat
+
+    if os.geteuid() == 0:
+        # root ignores permission bits: block the folder with a file instead
+        (cache / "arrays").parent.mkdir(parents=True, exist_ok=True)
+        (cache / "arrays").write_text("")
+    else:  # pragma: no cover - CI runs as root
+        (cache / "arrays").mkdir(parents=True)
+        (cache / "arrays").chmod(stat.S_IRUSR | stat.S_IXUSR)
+    with pytest.raises(datasets.DataUnavailableError, match="JAXCORE_CACHE") as info:
+        datasets.cached_arrays("ro", lambda: {"x": np.arange(2)})
+    assert "arrays" in str(info.value)
+
+
+def test_cache_files_are_group_readable(cache):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        datasets.cached_arrays("perm", lambda: {"x": np.arange(2)})
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE((cache / "arrays" / "perm-v1.npz").stat().st_mode)
+    assert mode == 0o644

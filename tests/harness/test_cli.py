@@ -390,3 +390,62 @@ def test_task_keys_do_not_depend_on_the_selection(planted, tmp_path):
     k3 = cli.task_key(jax.random.key(0), "x.y", "size", {"n": 2, "m": 2})
     assert np.array_equal(jax.random.key_data(k1), jax.random.key_data(k2))
     assert not np.array_equal(jax.random.key_data(k1), jax.random.key_data(k3))
+
+
+def test_malformed_compare_record_is_a_usage_error_before_the_run(planted, tmp_path, capsys):
+    planted(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 2}]))
+    previous = results_mod.new_document("prev", {"backend": "cpu"}, {})
+    previous["results"] = [{"kind": "speed", "name": "fake.k", "family": "fake", "size": {"n": 2}, "status": "ok",
+                            "kernel": {"median_s": 0.002, "iqr_s": 0.0, "times_s": 5}}]
+    prev_path = tmp_path / "prev.json"
+    results_mod.write_json_atomic(prev_path, previous)
+    out = tmp_path / "never"
+    assert cli.main(["--out", str(out), "--compare", str(prev_path), *FAST]) == 2
+    err = capsys.readouterr().err
+    assert "times_s" in err and "results[0]" in err
+    assert not out.exists()
+
+
+def test_unknown_size_parameter_is_a_usage_error(planted, tmp_path, capsys):
+    planted(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 2}]))
+    out = tmp_path / "never"
+    code = cli.main(["--out", str(out), *FAST, "benchmarks.fake.k.sizes=[{m: 64}]"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "fake.k" in err and "'n'" in err
+    assert not out.exists()
+
+
+def test_interrupt_during_startup_is_clean(planted, tmp_path, capsys, monkeypatch):
+    def interrupt():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "discover_suites", interrupt)
+    assert cli.main(["--out", str(tmp_path / "o"), *FAST]) == 130
+    assert "interrupted" in capsys.readouterr().err
+
+
+def test_interrupt_after_the_loop_leaves_status_interrupted(planted, tmp_path, monkeypatch):
+    from benchmarks import report
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    planted(SpeedBenchmark(name="fake.a_ok", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 4}]))
+    monkeypatch.setattr(report, "plots", interrupt)
+    code, doc, _ = _run(tmp_path)
+    assert code == 130
+    assert doc["status"] == "interrupted"
+    assert _by_name(doc)["fake.a_ok"]["status"] == "ok"
+
+
+def test_results_files_are_group_readable(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        results_mod.write_text_atomic(tmp_path / "r.md", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r.md").stat().st_mode) == 0o644
