@@ -6,7 +6,7 @@ A Dirichlet process DP(alpha, P0) is approximated by a measure with N atoms:
   probability alpha / (alpha + k), else a copy of a uniformly chosen X_l, l <= k;
   the measure is (1/N) sum_k delta_{X_k} (the empirical measure of N draws
   from P ~ DP). Coupling error E W1 <= sqrt(alpha/(alpha+1)) pi / (8 sqrt(N))
-  for P0 = U[0, 1] (see :func:`dp_approximation_bounds` for the derivations).
+  for P0 = U[0, 1] (see :func:`dirichlet_process_approximation_bounds` for the derivations).
 - Finite Dirichlet: weights ~ Dirichlet(alpha/N, ..., alpha/N), atoms iid P0.
   Coupling error E W1 <= pi / (8 sqrt(N)) for P0 = U[0, 1].
 - Truncated stick-breaking: v_k ~ Beta(1, alpha), w_k = v_k prod_{l<k}(1 - v_l)
@@ -39,6 +39,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from jaxcore._util import check_int, check_key, check_scalar, expected
+
 from .samples import HierarchicalSample
 
 __all__ = [
@@ -49,7 +51,7 @@ __all__ = [
     "dirichlet_process_finite",
     "dirichlet_process_stick_breaking",
     "hierarchical_gaussian",
-    "dp_approximation_bounds",
+    "dirichlet_process_approximation_bounds",
 ]
 
 BaseSampler = Callable[[PRNGKeyArray, tuple, Any], Array]
@@ -84,12 +86,26 @@ def uniform_base(low: float = 0.0, high: float = 1.0) -> BaseSampler:
 
     The sampler is hashable by value, so generators jit-compile once per base.
 
+    Args:
+        low, high: the interval, finite, ``low < high``.
+
+    Returns:
+        A sampler ``base(key, shape, dtype=float32) -> atoms`` of the given shape, uniform on [low, high].
+
     Raises:
-        ValueError: ``low >= high``.
+        ValueError: ``low >= high`` or a non-finite bound.
+
+    References:
+        Catalano & Lavenant, ICML 2024, Section 6 (the DP(1, U[0, 1]) experiments).
+
+    Examples:
+        >>> import jax
+        >>> x = uniform_base(2.0, 3.0)(jax.random.key(0), (1000,))
+        >>> x.shape, bool((x >= 2.0).all() & (x <= 3.0).all())
+        ((1000,), True)
     """
-    low, high = float(low), float(high)
-    if not low < high:
-        raise ValueError(f"uniform_base needs low < high, got low={low}, high={high}")
+    low = check_scalar(low, "low")
+    high = check_scalar(high, "high", low=low, low_open=True)
     return _Uniform(low, high)
 
 
@@ -99,29 +115,49 @@ def uniform_mixture_base(intervals: Sequence[tuple[float, float]], probs: Sequen
     Example: the paper's "splitting" base 1/2 U[-1, -3/4] + 1/2 U[3/4, 1] is
     ``uniform_mixture_base([(-1, -0.75), (0.75, 1)], [0.5, 0.5])``.
 
+    Args:
+        intervals: ``[C, 2]`` pairs ``(lo_c, hi_c)`` with ``lo_c < hi_c``.
+        probs: ``[C]`` non-negative mixture weights summing to one.
+
+    Returns:
+        A sampler ``base(key, shape, dtype=float32) -> atoms``.
+
     Raises:
-        ValueError: empty or mismatched lists, lo >= hi, negative probabilities
-            or probabilities not summing to one.
+        ValueError: empty or mismatched lists, lo >= hi, non-finite bounds, negative
+            probabilities or probabilities not summing to one.
+
+    References:
+        Catalano & Lavenant, ICML 2024, Section 6 (the "splitting" pair).
+
+    Examples:
+        >>> import jax
+        >>> base = uniform_mixture_base([(-1, -0.75), (0.75, 1)], [0.5, 0.5])
+        >>> x = base(jax.random.key(0), (1000,))
+        >>> bool((abs(x) >= 0.75).all() & (abs(x) <= 1.0).all())
+        True
     """
     iv = np.asarray(intervals, dtype=np.float64)
     pr = np.asarray(probs, dtype=np.float64)
     if iv.ndim != 2 or iv.shape[1] != 2 or iv.shape[0] < 1 or pr.shape != (iv.shape[0],):
-        raise ValueError(
-            f"intervals must be [C, 2] and probs [C], got shapes {iv.shape} and {pr.shape}"
-        )
-    if np.any(iv[:, 0] >= iv[:, 1]):
-        raise ValueError(f"every interval needs lo < hi, got {iv.tolist()}")
-    if np.any(pr < 0) or abs(pr.sum() - 1.0) > 1e-6:
-        raise ValueError(f"probs must be non-negative and sum to one, got {pr.tolist()}")
+        raise ValueError(expected("intervals, probs", "shapes [C, 2] and [C] with C >= 1",
+                                  f"shapes {iv.shape} and {pr.shape}", raw=True))
+    if not np.all(np.isfinite(iv)) or np.any(iv[:, 0] >= iv[:, 1]):
+        raise ValueError(expected("intervals", "finite intervals with lo < hi", iv.tolist()))
+    if not np.all(np.isfinite(pr)) or np.any(pr < 0) or abs(pr.sum() - 1.0) > 1e-6:
+        raise ValueError(expected("probs", "non-negative probabilities that sum to one", pr.tolist()))
     return _UniformMixture(tuple(map(tuple, iv.tolist())), tuple(pr.tolist()))
 
 
-def _check_dp_args(alpha: Any, n: Any, num_atoms: Any) -> None:
-    for name, v in (("n", n), ("num_atoms", num_atoms)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive Python int, got {v!r}")
-    if not isinstance(alpha, jax.core.Tracer) and not float(alpha) > 0:
-        raise ValueError(f"alpha (the concentration) must be > 0, got {alpha}")
+def _check_dirichlet_process_args(key: Any, base: Any, alpha: Any, num_measures: Any, num_atoms: Any) -> tuple:
+    key = check_key(key)
+    if not callable(base):
+        raise TypeError(expected("base", "a sampler base(key, shape, dtype) (e.g. uniform_base())",
+                                 type(base).__name__, raw=True))
+    num_measures = check_int(num_measures, "num_measures", minimum=1)
+    num_atoms = check_int(num_atoms, "num_atoms", minimum=1)
+    if not isinstance(alpha, jax.core.Tracer):
+        check_scalar(alpha, "alpha", positive=True)
+    return key, num_measures, num_atoms
 
 
 def _urn_one(key: PRNGKeyArray, base: BaseSampler, alpha: Array, num_atoms: int, dtype: Any) -> Array:
@@ -145,11 +181,11 @@ def dirichlet_process_urn(
     key: PRNGKeyArray,
     base: BaseSampler,
     alpha: float | Float[Array, ""],
-    n: int,
+    num_measures: int,
     num_atoms: int,
     dtype: Any = jnp.float32,
 ) -> HierarchicalSample:
-    """n draws of DP(alpha, base) approximated by the Blackwell-MacQueen urn with N atoms.
+    """``num_measures`` draws of DP(alpha, base) approximated by the Blackwell-MacQueen urn with N atoms.
 
     X_1 ~ P0; X_{k+1} = fresh draw ~ P0 w.p. alpha/(alpha+k), else X_J with J
     uniform on {1..k} (a ``lax.scan`` over k); P_i = (1/N) sum_k delta_{X_k}.
@@ -158,7 +194,7 @@ def dirichlet_process_urn(
         key: PRNG key.
         base: base-measure sampler (e.g. :func:`uniform_base`).
         alpha: concentration > 0.
-        n: number of random measures.
+        num_measures: n, the number of random measures.
         num_atoms: N, atoms per measure.
         dtype: floating dtype.
 
@@ -166,13 +202,20 @@ def dirichlet_process_urn(
         :class:`HierarchicalSample` with atoms ``[n, N]`` and uniform weights.
 
     Raises:
-        ValueError: alpha <= 0, n < 1 or num_atoms < 1.
+        ValueError: alpha <= 0, num_measures < 1 or num_atoms < 1.
+        TypeError: a key that is not a PRNG key, a base that is not callable, non-int counts.
 
     References:
         Blackwell & MacQueen, Ann. Statist. 1973.
+
+    Examples:
+        >>> import jax
+        >>> s = dirichlet_process_urn(jax.random.key(0), uniform_base(), 1.0, 3, 5)
+        >>> s.atoms.shape, s.uniform
+        ((3, 5), True)
     """
-    _check_dp_args(alpha, n, num_atoms)
-    return _urn_jit(key, jnp.asarray(alpha, dtype), base, n, num_atoms, jnp.dtype(dtype))
+    key, num_measures, num_atoms = _check_dirichlet_process_args(key, base, alpha, num_measures, num_atoms)
+    return _urn_jit(key, jnp.asarray(alpha, dtype), base, num_measures, num_atoms, jnp.dtype(dtype))
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))
@@ -186,28 +229,34 @@ def dirichlet_process_finite(
     key: PRNGKeyArray,
     base: BaseSampler,
     alpha: float | Float[Array, ""],
-    n: int,
+    num_measures: int,
     num_atoms: int,
     dtype: Any = jnp.float32,
 ) -> HierarchicalSample:
-    """n draws of the finite Dirichlet approximation of DP(alpha, base) with N atoms.
+    """``num_measures`` draws of the finite Dirichlet approximation of DP(alpha, base) with N atoms.
 
     P = sum_k w_k delta_{X_k}, w ~ Dirichlet(alpha/N, ..., alpha/N), X_k iid P0.
 
     Args:
-        key, base, alpha, n, num_atoms, dtype: as in :func:`dirichlet_process_urn`.
+        key, base, alpha, num_measures, num_atoms, dtype: as in :func:`dirichlet_process_urn`.
 
     Returns:
         :class:`HierarchicalSample` with atoms and weights ``[n, N]``.
 
     Raises:
-        ValueError: alpha <= 0, n < 1 or num_atoms < 1.
+        ValueError / TypeError: as :func:`dirichlet_process_urn`.
 
     References:
         Ishwaran & Zarepour, Canad. J. Statist. 2002.
+
+    Examples:
+        >>> import jax
+        >>> s = dirichlet_process_finite(jax.random.key(0), uniform_base(), 1.0, 3, 5)
+        >>> s.weights.shape, [round(float(w), 4) for w in s.weights.sum(1)]
+        ((3, 5), [1.0, 1.0, 1.0])
     """
-    _check_dp_args(alpha, n, num_atoms)
-    return _finite_jit(key, jnp.asarray(alpha, dtype), base, n, num_atoms, jnp.dtype(dtype))
+    key, num_measures, num_atoms = _check_dirichlet_process_args(key, base, alpha, num_measures, num_atoms)
+    return _finite_jit(key, jnp.asarray(alpha, dtype), base, num_measures, num_atoms, jnp.dtype(dtype))
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))
@@ -223,30 +272,36 @@ def dirichlet_process_stick_breaking(
     key: PRNGKeyArray,
     base: BaseSampler,
     alpha: float | Float[Array, ""],
-    n: int,
+    num_measures: int,
     num_atoms: int,
     dtype: Any = jnp.float32,
 ) -> HierarchicalSample:
-    """n draws of DP(alpha, base) by stick-breaking truncated at N atoms.
+    """``num_measures`` draws of DP(alpha, base) by stick-breaking truncated at N atoms.
 
     v_k ~ Beta(1, alpha); w_k = v_k prod_{l<k} (1 - v_l) for k < N and
     w_N = prod_{l<N} (1 - v_l), so the weights sum to one; X_k iid P0.
     (v_k by inversion, 1 - v_k = U_k^(1/alpha); products accumulated in log space.)
 
     Args:
-        key, base, alpha, n, num_atoms, dtype: as in :func:`dirichlet_process_urn`.
+        key, base, alpha, num_measures, num_atoms, dtype: as in :func:`dirichlet_process_urn`.
 
     Returns:
         :class:`HierarchicalSample` with atoms and weights ``[n, N]``.
 
     Raises:
-        ValueError: alpha <= 0, n < 1 or num_atoms < 1.
+        ValueError / TypeError: as :func:`dirichlet_process_urn`.
 
     References:
         Sethuraman, Statistica Sinica 1994.
+
+    Examples:
+        >>> import jax
+        >>> s = dirichlet_process_stick_breaking(jax.random.key(0), uniform_base(), 1.0, 3, 5)
+        >>> s.weights.shape, [round(float(w), 4) for w in s.weights.sum(1)]
+        ((3, 5), [1.0, 1.0, 1.0])
     """
-    _check_dp_args(alpha, n, num_atoms)
-    return _stick_jit(key, jnp.asarray(alpha, dtype), base, n, num_atoms, jnp.dtype(dtype))
+    key, num_measures, num_atoms = _check_dirichlet_process_args(key, base, alpha, num_measures, num_atoms)
+    return _stick_jit(key, jnp.asarray(alpha, dtype), base, num_measures, num_atoms, jnp.dtype(dtype))
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))
@@ -267,8 +322,8 @@ def _stick_jit(key: PRNGKeyArray, alpha: Array, base: BaseSampler, n: int, num_a
 
 def hierarchical_gaussian(
     key: PRNGKeyArray,
-    n: int,
-    m: int,
+    num_measures: int,
+    num_atoms: int,
     *,
     mean: float = 0.0,
     mean_scale: float = 1.0,
@@ -284,25 +339,46 @@ def hierarchical_gaussian(
 
     Args:
         key: PRNG key.
-        n: number of random measures; m: draws per measure.
-        mean, mean_scale: location and spread of the random means.
-        scale, log_scale_sd: typical standard deviation and its log-normal spread.
-        dim: None for atoms ``[n, m]`` on R, else d for atoms ``[n, m, d]``.
+        num_measures: n, the number of random measures.
+        num_atoms: m, the draws (atoms) per measure.
+        mean, mean_scale: location and spread (>= 0) of the random means.
+        scale, log_scale_sd: typical standard deviation (> 0) and its log-normal spread (>= 0).
+        dim: None for atoms ``[n, m]`` on R, else d >= 1 for atoms ``[n, m, d]``.
         dtype: floating dtype.
 
     Returns:
         :class:`HierarchicalSample` with uniform weights.
 
     Raises:
-        ValueError: n, m or dim < 1, or negative scales.
+        ValueError: num_measures, num_atoms or dim < 1, or scales out of range.
+        TypeError: a key that is not a PRNG key, or non-int counts.
+
+    References:
+        Catalano & Lavenant, ICML 2024, Section 6 (hierarchical Gaussian models).
+
+    Examples:
+        >>> import jax
+        >>> s = hierarchical_gaussian(jax.random.key(0), 4, 3, dim=2)
+        >>> s.atoms.shape, s.uniform
+        ((4, 3, 2), True)
     """
-    for name, v in (("n", n), ("m", m)) + ((("dim", dim),) if dim is not None else ()):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive Python int, got {v!r}")
-    if mean_scale < 0 or scale <= 0 or log_scale_sd < 0:
-        raise ValueError(
-            f"need mean_scale >= 0, scale > 0, log_scale_sd >= 0; got {mean_scale}, {scale}, {log_scale_sd}"
-        )
+    key = check_key(key)
+    num_measures = check_int(num_measures, "num_measures", minimum=1)
+    num_atoms = check_int(num_atoms, "num_atoms", minimum=1)
+    if dim is not None:
+        dim = check_int(dim, "dim", minimum=1)
+    mean = check_scalar(mean, "mean")
+    mean_scale = check_scalar(mean_scale, "mean_scale", nonnegative=True)
+    scale = check_scalar(scale, "scale", positive=True)
+    log_scale_sd = check_scalar(log_scale_sd, "log_scale_sd", nonnegative=True)
+    dtype = jnp.dtype(dtype)
+    params = jnp.asarray([mean, mean_scale, scale, log_scale_sd], dtype)
+    return _gaussian_jit(key, params, num_measures, num_atoms, dim, dtype)
+
+
+@partial(jax.jit, static_argnums=(2, 3, 4, 5))
+def _gaussian_jit(key: PRNGKeyArray, params: Array, n: int, m: int, dim: int | None, dtype: Any):
+    mean, mean_scale, scale, log_scale_sd = params[0], params[1], params[2], params[3]
     d = 1 if dim is None else dim
     k_mu, k_s, k_x = jax.random.split(key, 3)
     mu = mean + mean_scale * jax.random.normal(k_mu, (n, 1, d), dtype)
@@ -313,7 +389,7 @@ def hierarchical_gaussian(
     return HierarchicalSample(x, jnp.full((n, m), 1.0 / m, dtype), True)
 
 
-def dp_approximation_bounds(alpha: float, num_atoms: Any) -> dict[str, np.ndarray]:
+def dirichlet_process_approximation_bounds(alpha: float, num_atoms: Any) -> dict[str, np.ndarray]:
     """Analytic upper bounds on WoW_1 (hence on d_lip) between DP(alpha, U[0, 1]) and its N-atom approximations.
 
     Each bound is E W1(P, P_N) for an explicit coupling of P ~ DP(alpha, U[0, 1])
@@ -356,12 +432,16 @@ def dp_approximation_bounds(alpha: float, num_atoms: Any) -> dict[str, np.ndarra
         Wasserstein distance between the empirical and the true distributions."
         Annals of Probability, 1999 (E W1(F, F_N) <= N^{-1/2} int sqrt(F(1-F))).
         Sethuraman, Statistica Sinica 1994 (stick-breaking).
+
+    Examples:
+        >>> b = dirichlet_process_approximation_bounds(1.0, [1, 4])
+        >>> [round(float(v), 4) for v in b["stick_breaking"]], [round(float(v), 4) for v in b["finite"]]
+        ([0.1667, 0.0208], [0.3927, 0.1963])
     """
-    if not float(alpha) > 0:
-        raise ValueError(f"alpha (the concentration) must be > 0, got {alpha}")
-    if np.any(np.asarray(num_atoms) < 1):
-        raise ValueError(f"num_atoms (N) must be >= 1, got {num_atoms}")
+    alpha = check_scalar(alpha, "alpha", positive=True)
     n = np.asarray(num_atoms, dtype=np.float64)
+    if n.size == 0 or not np.all(np.isfinite(n)) or np.any(n < 1):
+        raise ValueError(expected("num_atoms", "values N >= 1", num_atoms))
     r = alpha / (alpha + 1.0)
     return {
         "urn": np.sqrt(r) * np.pi / (8.0 * np.sqrt(n)),

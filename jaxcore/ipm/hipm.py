@@ -32,10 +32,19 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from jaxcore._util import as_float_array, check_int, check_key, check_scalar, expected
+
 from ._sorting import sort_last
-from .samples import HierarchicalSample, hierarchical_sample
+from .samples import HierarchicalSample, check_interval, hierarchical_sample
 
 __all__ = ["DLipResult", "dlip", "lower_bound", "hipm_features", "hipm_objective", "w1_empirical"]
+
+# One default per setting, shared by :func:`dlip`, :func:`hipm_features` and
+# :func:`jaxcore.ipm.permutation_test`: M = 250 grid cells (the paper's grid), 5 ascent starts,
+# at most 1000 ascent steps per start.
+NUM_GRID = 250
+NUM_STARTS = 5
+MAX_STEPS = 1000
 
 
 class DLipResult(NamedTuple):
@@ -59,19 +68,48 @@ class DLipResult(NamedTuple):
     num_steps: Int[Array, " K"]
 
 
-def w1_empirical(u: Float[Array, " n1"], v: Float[Array, " n2"]) -> Float[Array, ""]:
+def w1_empirical(u: Float[Array, "*batch n1"], v: Float[Array, "*batch n2"]) -> Float[Array, "*batch"]:
     """W1 between the uniform empirical measures of two sets of reals, by sorting.
 
     W1 = int_0^1 |F_u^{-1}(t) - F_v^{-1}(t)| dt; for n1 = n2 it is
     mean_k |u_(k) - v_(k)|. Differentiable almost everywhere.
 
     Args:
-        u: ``[n1]`` values.
-        v: ``[n2]`` values.
+        u: ``[n1]`` values (leading batch axes allowed, ``[..., n1]``), float.
+        v: ``[n2]`` values (the same leading axes as ``u``).
 
     Returns:
-        Scalar W1 (units of the values).
+        W1 in the units of the values: a scalar, or ``[...]`` for batched inputs.
+
+    Raises:
+        TypeError: non-numeric input.
+        ValueError: empty inputs or mismatched leading axes.
+
+    References:
+        G. Peyre, M. Cuturi. "Computational Optimal Transport", 2019, Remark 2.30.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> float(w1_empirical(jnp.array([0.0, 1.0]), jnp.array([0.5, 1.5, 2.5])))
+        1.0
     """
+    u, v = as_float_array(u, "u"), as_float_array(v, "v")
+    if u.ndim < 1 or v.ndim < 1 or u.shape[-1] < 1 or v.shape[-1] < 1:
+        raise ValueError(expected("u, v", "non-empty arrays [..., n1] and [..., n2]",
+                                  f"shapes {tuple(u.shape)} and {tuple(v.shape)}", raw=True))
+    if u.shape[:-1] != v.shape[:-1]:
+        raise ValueError(expected("u, v", "the same leading (batch) axes",
+                                  f"shapes {tuple(u.shape)} and {tuple(v.shape)}", raw=True))
+    dtype = jnp.result_type(u.dtype, v.dtype)
+    return _w1_jit(u.astype(dtype), v.astype(dtype))
+
+
+@jax.jit
+def _w1_jit(u: Array, v: Array) -> Array:
+    return _w1_empirical(u, v)
+
+
+def _w1_empirical(u: Array, v: Array) -> Array:
     us, vs = sort_last(u), sort_last(v)
     n1, n2 = u.shape[-1], v.shape[-1]
     if n1 == n2:
@@ -89,7 +127,7 @@ def w1_empirical(u: Float[Array, " n1"], v: Float[Array, " n2"]) -> Float[Array,
 
 
 def hipm_features(
-    sample: HierarchicalSample | Any, a: float, b: float, num_grid: int = 250
+    sample: HierarchicalSample | Any, *, interval: tuple[float, float], num_grid: int = NUM_GRID
 ) -> Float[Array, "n M"]:
     """Features A with int f dP_i = sum_k s_k A_ik for piecewise-linear f with slopes s.
 
@@ -99,14 +137,26 @@ def hipm_features(
 
     Args:
         sample: :class:`HierarchicalSample` or atoms ``[n, m]`` in [a, b].
-        a, b: the interval, a < b (atoms' units).
-        num_grid: M, the number of grid cells (static).
+        interval: ``(a, b)``, a < b, containing every atom (static floats, atoms' units).
+        num_grid: M, the number of grid cells (static; default 250).
 
     Returns:
-        ``[n, M]`` features (units of the atoms). Row sums are the means minus a.
+        ``[n, M]`` features (units of the atoms), dtype of the atoms. Row sums are the means minus a.
+
+    Raises:
+        ValueError / TypeError: invalid sample or interval, atoms outside it, d > 1, num_grid < 1.
+
+    References:
+        Catalano & Lavenant, ICML 2024, Section 5 (the estimator).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> hipm_features(jnp.array([[0.25, 0.75]]), interval=(0.0, 1.0), num_grid=2)
+        Array([[0.375, 0.125]], dtype=float32)
     """
+    a, b = check_interval(interval)
     s = _validate(sample, a, b, "sample")
-    num_grid = _check_int(num_grid, "num_grid", 1)
+    num_grid = check_int(num_grid, "num_grid", minimum=1)
     dtype = s.atoms.dtype
     return _features_jit(s.atoms, s.weights, jnp.asarray(a, dtype), jnp.asarray(b, dtype), num_grid)
 
@@ -133,18 +183,49 @@ def _features(atoms: Array, weights: Array, a: float | Array, b: float | Array, 
     return h - jnp.diff(phi, axis=1)
 
 
-def hipm_objective(slopes: Float[Array, " M"], features1: Float[Array, "n1 M"], features2: Float[Array, "n2 M"]):
+def hipm_objective(
+    slopes: Float[Array, " M"], features1: Float[Array, "n1 M"], features2: Float[Array, "n2 M"]
+) -> Float[Array, ""]:
     """J(s) = W1(empirical law of features1 @ s, empirical law of features2 @ s).
 
     Args:
-        slopes: ``[M]`` slopes in [-1, 1].
+        slopes: ``[M]`` slopes in [-1, 1] (the function f on the grid, f(a) = 0).
         features1: ``[n1, M]`` from :func:`hipm_features`.
-        features2: ``[n2, M]``.
+        features2: ``[n2, M]``, same M.
 
     Returns:
-        Scalar J(s), a lower bound of d_lip for every admissible s.
+        Scalar J(s) (units of the atoms), a lower bound of d_lip for every admissible s.
+
+    Raises:
+        ValueError: shapes that do not match ``[M]``, ``[n1, M]``, ``[n2, M]``.
+
+    References:
+        Catalano & Lavenant, ICML 2024, Section 5.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> f1, f2 = jnp.array([[0.5, 0.0]]), jnp.array([[0.25, 0.25]])
+        >>> float(hipm_objective(jnp.array([1.0, -1.0]), f1, f2))
+        0.5
     """
-    return w1_empirical(features1 @ slopes, features2 @ slopes)
+    slopes = as_float_array(slopes, "slopes")
+    features1, features2 = as_float_array(features1, "features1"), as_float_array(features2, "features2")
+    if slopes.ndim != 1 or features1.ndim != 2 or features2.ndim != 2 \
+            or not features1.shape[1] == features2.shape[1] == slopes.shape[0]:
+        raise ValueError(expected("slopes, features1, features2", "shapes [M], [n1, M], [n2, M]",
+                                  f"{tuple(slopes.shape)}, {tuple(features1.shape)}, {tuple(features2.shape)}",
+                                  raw=True))
+    dtype = jnp.result_type(slopes.dtype, features1.dtype, features2.dtype)
+    return _objective_jit(slopes.astype(dtype), features1.astype(dtype), features2.astype(dtype))
+
+
+@jax.jit
+def _objective_jit(slopes: Array, features1: Array, features2: Array) -> Array:
+    return _objective(slopes, features1, features2)
+
+
+def _objective(slopes: Array, features1: Array, features2: Array) -> Array:
+    return _w1_empirical(features1 @ slopes, features2 @ slopes)
 
 
 def _default_starts(num_starts: int, num_grid: int, key: PRNGKeyArray | None, dtype: Any) -> Array:
@@ -181,11 +262,11 @@ def _ascent(
     box) are evaluated in one batched product, and the best is taken if it
     improves J by more than ``tol``; otherwise the ascent stops.
     """
-    val_grad = jax.value_and_grad(hipm_objective)
+    val_grad = jax.value_and_grad(_objective)
     scales = 2.0 * 0.5 ** jnp.arange(_NUM_LINE_SEARCH, dtype=start.dtype)
 
     def candidates_value(cands: Array) -> Array:  # [L, M] -> [L]
-        return w1_empirical((f1 @ cands.T).T, (f2 @ cands.T).T)
+        return _w1_empirical((f1 @ cands.T).T, (f2 @ cands.T).T)
 
     def cond(state: tuple) -> Array:
         _, _, step, done = state
@@ -206,7 +287,7 @@ def _ascent(
         return s_new, v_new, step + 1, ~better
 
     s0 = jnp.clip(start, -1.0, 1.0)
-    v0 = hipm_objective(s0, f1, f2)
+    v0 = _objective(s0, f1, f2)
     s, v, steps, _ = jax.lax.while_loop(cond, body, (s0, v0, jnp.int32(0), jnp.bool_(False)))
     return s, v, steps
 
@@ -221,12 +302,6 @@ def _dlip_from_features(
 
 
 def _validate(sample: Any, a: float, b: float, name: str) -> HierarchicalSample:
-    try:
-        a, b = float(a), float(b)
-    except (TypeError, ValueError):
-        raise TypeError(f"a and b must be Python numbers (static), got {type(a).__name__}, {type(b).__name__}") from None
-    if not (np.isfinite(a) and np.isfinite(b) and a < b):
-        raise ValueError(f"the interval [a, b] must be finite with a < b, got [{a}, {b}]")
     s = hierarchical_sample(sample, interval=(a, b), max_dim=1, name=name)
     if s.atoms.ndim == 3:
         s = HierarchicalSample(s.atoms[..., 0], s.weights, s.uniform)
@@ -236,12 +311,11 @@ def _validate(sample: Any, a: float, b: float, name: str) -> HierarchicalSample:
 def dlip(
     sample1: HierarchicalSample | Any,
     sample2: HierarchicalSample | Any,
-    a: float,
-    b: float,
     *,
-    num_grid: int = 250,
-    num_starts: int = 5,
-    max_steps: int = 1000,
+    interval: tuple[float, float],
+    num_grid: int = NUM_GRID,
+    num_starts: int = NUM_STARTS,
+    max_steps: int = MAX_STEPS,
     tol: float = 1e-7,
     key: PRNGKeyArray | None = None,
     starts: Float[Array, "K M"] | None = None,
@@ -259,59 +333,68 @@ def dlip(
         sample1: :class:`HierarchicalSample` or atoms ``[n1, m1]`` in [a, b]
             (``[n1, m1, 1]`` accepted), optional weights inside the sample.
         sample2: likewise ``[n2, m2]``; n1 != n2 and m1 != m2 allowed.
-        a, b: the interval containing every atom (static floats).
-        num_grid: M, number of grid cells (static).
+        interval: ``(a, b)``, the interval containing every atom (static floats, atoms' units).
+        num_grid: M, number of grid cells (static; default 250, the paper's grid).
         num_starts: number of ascent starts K >= 1, run in parallel (static).
         max_steps: cap on ascent steps per start (static).
         tol: minimal improvement of J per accepted step, relative to (b - a).
-        key: PRNG key for random smooth starts; if None the starts are the
-            deterministic profiles cos(q pi tau), q = 1..K-1.
+        key: optional PRNG key for random smooth starts; ``None`` (the documented
+            deterministic path) uses the profiles cos(q pi tau), q = 1..K-1.
         starts: explicit ``[K, M]`` starting slopes (overrides key/num_starts).
 
     Returns:
         :class:`DLipResult` (value, f on the grid, grid, slopes, value and
-        steps per start).
+        steps per start), in the atoms' dtype and units.
 
     Raises:
         ValueError / TypeError: invalid samples (shapes, weights, atoms outside
-            [a, b], d > 1), a >= b, num_grid < 1, num_starts < 1, max_steps < 0,
-            or ``starts`` of the wrong shape.
+            [a, b], d > 1), an invalid interval, num_grid < 1, num_starts < 1,
+            max_steps < 0, tol < 0, a key that is not a PRNG key, or ``starts``
+            of the wrong shape.
 
     References:
         Catalano & Lavenant, "Hierarchical Integral Probability Metrics",
         ICML 2024, Definition of d_lip (Section 3) and its estimator (Section 5).
 
-    Example:
+    Examples:
         >>> import jax.numpy as jnp
         >>> x = jnp.array([[0.1, 0.2], [0.3, 0.4]])
-        >>> round(float(dlip(x, x + 0.25, 0.0, 1.0, num_grid=20).value), 4)
+        >>> round(float(dlip(x, x + 0.25, interval=(0.0, 1.0), num_grid=20).value), 4)
         0.25
     """
+    a, b = check_interval(interval)
     s1 = _validate(sample1, a, b, "sample1")
     s2 = _validate(sample2, a, b, "sample2")
-    num_grid, max_steps = _check_int(num_grid, "num_grid", 1), _check_int(max_steps, "max_steps", 0)
+    num_grid = check_int(num_grid, "num_grid", minimum=1)
+    max_steps = check_int(max_steps, "max_steps", minimum=0)
+    tol = check_scalar(tol, "tol", nonnegative=True)
     dtype = jnp.result_type(s1.atoms.dtype, s2.atoms.dtype)
     if starts is None:
-        num_starts = _check_int(num_starts, "num_starts", 1)
-        starts = _default_starts(num_starts, num_grid, key, dtype)
+        num_starts = check_int(num_starts, "num_starts", minimum=1)
+        if key is not None:
+            key = check_key(key)
     else:
-        starts = jnp.asarray(starts, dtype)
+        starts = as_float_array(starts, "starts", dtype=dtype)
         if starts.ndim != 2 or starts.shape[1] != num_grid or starts.shape[0] < 1:
-            raise ValueError(f"starts must have shape [K, num_grid] = [K, {num_grid}], got {tuple(starts.shape)}")
-    a, b = float(a), float(b)
-    tol_abs = jnp.asarray(float(tol) * (b - a), dtype)
+            raise ValueError(expected("starts", f"shape [K, num_grid] = [K, {num_grid}] with K >= 1",
+                                      f"shape {tuple(starts.shape)}", raw=True))
+        key, num_starts = None, int(starts.shape[0])
+    tol_abs = jnp.asarray(tol * (b - a), dtype)
     # the uniform flag plays no role here: drop it so both kinds share one compilation
     s1 = HierarchicalSample(s1.atoms.astype(dtype), s1.weights.astype(dtype), False)
     s2 = HierarchicalSample(s2.atoms.astype(dtype), s2.weights.astype(dtype), False)
-    return _dlip_jit(s1, s2, starts, tol_abs, jnp.asarray(a, dtype), jnp.asarray(b, dtype), num_grid, max_steps)
+    return _dlip_jit(s1, s2, starts, key, tol_abs, jnp.asarray(a, dtype), jnp.asarray(b, dtype),
+                     num_grid, num_starts, max_steps)
 
 
-@partial(jax.jit, static_argnames=("num_grid", "max_steps"))
+@partial(jax.jit, static_argnames=("num_grid", "num_starts", "max_steps"))
 def _dlip_jit(
-    s1: HierarchicalSample, s2: HierarchicalSample, starts: Array, tol_abs: Array,
-    a: Array, b: Array, num_grid: int, max_steps: int,
+    s1: HierarchicalSample, s2: HierarchicalSample, starts: Array | None, key: PRNGKeyArray | None,
+    tol_abs: Array, a: Array, b: Array, num_grid: int, num_starts: int, max_steps: int,
 ) -> DLipResult:
-    dtype = starts.dtype
+    dtype = tol_abs.dtype
+    if starts is None:
+        starts = _default_starts(num_starts, num_grid, key, dtype)
     f1 = _features(s1.atoms, s1.weights, a, b, num_grid)
     f2 = _features(s2.atoms, s2.weights, a, b, num_grid)
     value, slopes, values, steps = _dlip_from_features(f1, f2, starts, max_steps, tol_abs)
@@ -319,14 +402,6 @@ def _dlip_jit(
     grid = a + h * jnp.arange(num_grid + 1, dtype=dtype)
     f = jnp.concatenate([jnp.zeros((1,), dtype), jnp.cumsum(slopes) * h])
     return DLipResult(value=value, f=f, grid=grid, slopes=slopes, start_values=values, num_steps=steps)
-
-
-def _check_int(v: Any, name: str, minimum: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name} must be a Python int (static), got {type(v).__name__}")
-    if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
-    return int(v)
 
 
 def lower_bound(sample1: HierarchicalSample | Any, sample2: HierarchicalSample | Any) -> Float[Array, ""]:
@@ -347,6 +422,11 @@ def lower_bound(sample1: HierarchicalSample | Any, sample2: HierarchicalSample |
 
     References:
         Catalano & Lavenant, ICML 2024, Eq. (1).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> float(lower_bound(jnp.array([[0.0, 1.0]]), jnp.array([[1.0, 2.0]])))
+        1.0
     """
     s1 = hierarchical_sample(sample1, max_dim=1, name="sample1")
     s2 = hierarchical_sample(sample2, max_dim=1, name="sample2")
@@ -355,4 +435,4 @@ def lower_bound(sample1: HierarchicalSample | Any, sample2: HierarchicalSample |
 
 @jax.jit
 def _lower_bound_jit(s1: HierarchicalSample, s2: HierarchicalSample) -> Array:
-    return w1_empirical(s1.means().reshape(s1.n), s2.means().reshape(s2.n))
+    return _w1_empirical(s1.means().reshape(s1.n), s2.means().reshape(s2.n))

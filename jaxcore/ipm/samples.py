@@ -18,6 +18,7 @@ References:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import equinox as eqx
@@ -26,7 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-__all__ = ["HierarchicalSample", "hierarchical_sample", "from_groups"]
+from jaxcore._util import check_int, error_if, expected, is_concrete
+
+__all__ = ["HierarchicalSample", "hierarchical_sample", "from_groups", "pad_atoms"]
 
 _WEIGHT_TOL = 1e-4
 
@@ -44,6 +47,15 @@ class HierarchicalSample(eqx.Module):
 
     Build it with :func:`hierarchical_sample`, which validates the inputs;
     the constructor itself does not check (it is also used under ``jit``).
+
+    References:
+        Catalano & Lavenant, "Hierarchical Integral Probability Metrics", ICML 2024, Section 2.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> s = HierarchicalSample(jnp.array([[0.0, 1.0]]), jnp.array([[0.5, 0.5]]), True)
+        >>> s.n, s.m, s.dim, float(s.means()[0])
+        (1, 2, 1, 0.5)
     """
 
     atoms: Float[Array, "n m *d"]
@@ -72,10 +84,6 @@ class HierarchicalSample(eqx.Module):
         return jnp.einsum("nm,nmd->nd", self.weights, self.atoms)
 
 
-def _is_concrete(x: Any) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
 def hierarchical_sample(
     atoms: Any,
     weights: Any | None = None,
@@ -86,16 +94,19 @@ def hierarchical_sample(
 ) -> HierarchicalSample:
     """Validate atoms (and weights) and return a :class:`HierarchicalSample`.
 
+    P_i = sum_j w_ij delta_{x_ij} with w_ij >= 0 and sum_j w_ij = 1 (tolerance 1e-4).
     Passing a :class:`HierarchicalSample` re-validates it (``interval`` and
-    ``max_dim`` checks included).
+    ``max_dim`` checks included). Concrete inputs are checked on the host; traced
+    inputs (inside a user's ``jit``) are checked at run time with
+    ``jaxcore._util.error_if`` (an error, never a NaN).
 
     Args:
-        atoms: ``[n, m]`` or ``[n, m, d]`` real array, or a
-            :class:`HierarchicalSample`.
+        atoms: ``[n, m]`` or ``[n, m, d]`` real array (units of the data), or a
+            :class:`HierarchicalSample`. Integer atoms become the default float dtype.
         weights: optional ``[n, m]`` non-negative weights summing to one per
-            row (tolerance 1e-4); default uniform ``1/m``.
-        interval: optional ``(a, b)``: every atom carrying positive weight must
-            lie in ``[a, b]`` (required by :func:`jaxcore.ipm.dlip`).
+            row; default uniform ``1/m``.
+        interval: optional ``(a, b)``: every atom carrying positive weight is
+            checked to lie in ``[a, b]`` (as :func:`jaxcore.ipm.dlip` needs).
         max_dim: if given, atoms of dimension ``d > max_dim`` are rejected.
         name: the argument's name, used in error messages.
 
@@ -106,33 +117,42 @@ def hierarchical_sample(
         TypeError: non-numeric atoms or weights.
         ValueError: wrong rank or shape, empty sample, non-finite atoms,
             negative weights, rows not summing to one, atoms outside
-            ``interval``, or ``d > max_dim``. Under ``jit`` the value checks
-            are done with ``eqx.error_if`` (a runtime error, never a NaN).
+            ``interval``, or ``d > max_dim``.
+
+    References:
+        Catalano & Lavenant, "Hierarchical Integral Probability Metrics", ICML 2024, Section 2.
+
+    Examples:
+        >>> import numpy as np
+        >>> s = hierarchical_sample(np.array([[0.0, 1.0], [2.0, 4.0]]), np.array([[0.25, 0.75], [0.5, 0.5]]))
+        >>> s.n, s.m, s.dim, s.uniform
+        (2, 2, 1, False)
+        >>> s.means()
+        Array([0.75, 3.  ], dtype=float32)
     """
     if isinstance(atoms, HierarchicalSample):
         if weights is not None:
-            raise ValueError(f"{name}: weights given twice (a HierarchicalSample already has weights)")
+            raise ValueError(expected(name, "no separate weights (a HierarchicalSample has its own)",
+                                      "weights given twice", raw=True))
         atoms, weights, uniform = atoms.atoms, atoms.weights, atoms.uniform
     else:
         uniform = weights is None
     if isinstance(atoms, (list, tuple)):
         atoms = np.asarray(atoms)
     if not hasattr(atoms, "shape") or not hasattr(atoms, "dtype"):
-        raise TypeError(f"{name}: atoms must be an array of shape [n, m] or [n, m, d], got {type(atoms).__name__}")
+        raise TypeError(expected(name, "atoms as an array of shape [n, m] or [n, m, d]", type(atoms).__name__,
+                                 raw=True))
     if not (jnp.issubdtype(atoms.dtype, jnp.floating) or jnp.issubdtype(atoms.dtype, jnp.integer)):
-        raise TypeError(f"{name}: atoms must be real numbers, got dtype {atoms.dtype}")
+        raise TypeError(expected(name, "real-valued atoms", f"dtype {atoms.dtype}", raw=True))
     if atoms.ndim not in (2, 3):
-        raise ValueError(
-            f"{name}: atoms must have shape [n, m] or [n, m, d], got shape {tuple(atoms.shape)} (ndim {atoms.ndim})"
-        )
+        raise ValueError(expected(name, "atoms of shape [n, m] or [n, m, d]",
+                                  f"shape {tuple(atoms.shape)} (ndim {atoms.ndim})", raw=True))
     n, m = atoms.shape[:2]
     if n < 1 or m < 1 or (atoms.ndim == 3 and atoms.shape[2] < 1):
-        raise ValueError(f"{name}: atoms must be non-empty, got shape {tuple(atoms.shape)}")
+        raise ValueError(expected(name, "non-empty atoms (n, m, d >= 1)", f"shape {tuple(atoms.shape)}", raw=True))
     if max_dim is not None and atoms.ndim == 3 and atoms.shape[2] > max_dim:
-        raise ValueError(
-            f"{name}: this estimator supports measures on R^d with d <= {max_dim}, got atoms of shape "
-            f"{tuple(atoms.shape)} (d = {atoms.shape[2]})"
-        )
+        raise ValueError(expected(name, f"measures on R^d with d <= {max_dim} (this estimator supports d <= {max_dim})",
+                                  f"atoms of shape {tuple(atoms.shape)} (d = {atoms.shape[2]})", raw=True))
     dtype = jnp.result_type(float) if jnp.issubdtype(atoms.dtype, jnp.integer) else atoms.dtype
     dtype = jax.dtypes.canonicalize_dtype(dtype)
     atoms = jnp.asarray(atoms).astype(dtype)
@@ -142,57 +162,104 @@ def hierarchical_sample(
         if isinstance(weights, (list, tuple)):
             weights = np.asarray(weights)
         if not hasattr(weights, "shape") or not hasattr(weights, "dtype"):
-            raise TypeError(f"{name}: weights must be an array of shape [n, m], got {type(weights).__name__}")
+            raise TypeError(expected(name, "weights as an array of shape [n, m]", type(weights).__name__, raw=True))
         if not (jnp.issubdtype(weights.dtype, jnp.floating) or jnp.issubdtype(weights.dtype, jnp.integer)):
-            raise TypeError(f"{name}: weights must be real numbers, got dtype {weights.dtype}")
+            raise TypeError(expected(name, "real-valued weights", f"dtype {weights.dtype}", raw=True))
         if tuple(weights.shape) != (n, m):
-            raise ValueError(
-                f"{name}: weights must have shape [n, m] = {(n, m)} to match atoms {tuple(atoms.shape)}, "
-                f"got {tuple(weights.shape)}"
-            )
+            raise ValueError(expected(name, f"weights of shape [n, m] = {(n, m)} to match atoms {tuple(atoms.shape)}",
+                                      f"shape {tuple(weights.shape)}", raw=True))
         weights = jnp.asarray(weights).astype(dtype)
 
-    lo, hi = (None, None) if interval is None else (float(interval[0]), float(interval[1]))
-    if interval is not None and not lo < hi:
-        raise ValueError(f"interval (a, b) must satisfy a < b, got ({lo}, {hi})")
+    lo, hi = (None, None) if interval is None else check_interval(interval)
 
-    if _is_concrete(atoms) and _is_concrete(weights):
+    if is_concrete(atoms, weights):
         a_np, w_np = np.asarray(atoms), np.asarray(weights)
         if not np.all(np.isfinite(a_np)):
-            raise ValueError(f"{name}: atoms must be finite, got {int(np.sum(~np.isfinite(a_np)))} non-finite values")
+            raise ValueError(expected(name, "finite atoms",
+                                      f"{int(np.sum(~np.isfinite(a_np)))} non-finite values", raw=True))
         if not np.all(np.isfinite(w_np)) or np.any(w_np < 0):
-            raise ValueError(f"{name}: weights must be finite and non-negative, got minimum {np.nanmin(w_np)}")
+            raise ValueError(expected(name, "finite non-negative weights",
+                                      f"minimum {np.nanmin(w_np)}", raw=True))
         sums = w_np.sum(axis=1)
         bad = np.abs(sums - 1.0) > _WEIGHT_TOL
         if np.any(bad):
             i = int(np.argmax(bad))
-            raise ValueError(
-                f"{name}: the weights of each measure must sum to one, row {i} sums to {sums[i]:.6g} "
-                f"({int(bad.sum())} rows off by more than {_WEIGHT_TOL})"
-            )
+            raise ValueError(expected(name, "the weights of each measure to sum to one",
+                f"row {i} sums to {sums[i]:.6g} ({int(bad.sum())} rows off by more than {_WEIGHT_TOL})", raw=True))
         if not uniform and np.all(w_np == w_np.flat[0]) and abs(float(w_np.flat[0]) * m - 1.0) < 1e-6:
             uniform = True
         if interval is not None:
             live = w_np > 0
             vals = a_np[live] if a_np.ndim == 2 else a_np[live].ravel()
             if vals.size and (vals.min() < lo or vals.max() > hi):
-                raise ValueError(
-                    f"{name}: atoms must lie in the interval [a, b] = [{lo}, {hi}], got atoms in "
-                    f"[{vals.min():.6g}, {vals.max():.6g}]"
-                )
+                raise ValueError(expected(name, f"atoms that lie in the interval [a, b] = [{lo}, {hi}]",
+                                          f"atoms in [{vals.min():.6g}, {vals.max():.6g}]", raw=True))
     else:
-        atoms = eqx.error_if(atoms, ~jnp.all(jnp.isfinite(atoms)), f"{name}: atoms must be finite")
-        weights = eqx.error_if(weights, jnp.any(weights < 0), f"{name}: weights must be non-negative")
-        weights = eqx.error_if(
-            weights,
-            jnp.any(jnp.abs(jnp.sum(weights, axis=1) - 1.0) > _WEIGHT_TOL),
-            f"{name}: the weights of each measure must sum to one",
-        )
+        atoms = error_if(atoms, ~jnp.all(jnp.isfinite(atoms)), name, "finite atoms")
+        weights = error_if(weights, jnp.any(weights < 0), name, "non-negative weights")
+        weights = error_if(weights, jnp.any(jnp.abs(jnp.sum(weights, axis=1) - 1.0) > _WEIGHT_TOL),
+                           name, "the weights of each measure to sum to one")
         if interval is not None:
             live = weights > 0 if atoms.ndim == 2 else (weights > 0)[..., None]
             outside = live & ((atoms < lo) | (atoms > hi))
-            atoms = eqx.error_if(atoms, jnp.any(outside), f"{name}: atoms must lie in [a, b] = [{lo}, {hi}]")
+            atoms = error_if(atoms, jnp.any(outside), name, f"atoms that lie in the interval [a, b] = [{lo}, {hi}]")
     return HierarchicalSample(atoms=atoms, weights=weights, uniform=uniform)
+
+
+def check_interval(interval: Any, name: str = "interval") -> tuple[float, float]:
+    """``(a, b)`` as two finite Python floats with ``a < b`` (host check; the interval is static)."""
+    if isinstance(interval, (str, bytes)) or not hasattr(interval, "__len__") or len(interval) != 2:
+        raise TypeError(expected(name, "a pair (a, b) of numbers", interval))
+    try:
+        a, b = float(interval[0]), float(interval[1])
+    except (TypeError, ValueError):
+        raise TypeError(expected(name, "a pair (a, b) of Python numbers (static)", tuple(interval))) from None
+    if not (np.isfinite(a) and np.isfinite(b) and a < b):
+        raise ValueError(expected(name, "a finite interval (a, b) with a < b", (a, b)))
+    return a, b
+
+
+def pad_atoms(sample: HierarchicalSample | Any, num_atoms: int) -> HierarchicalSample:
+    """Pad every measure to ``num_atoms`` atoms with zero-weight copies of its first atom.
+
+    The measures are unchanged (padding atoms carry weight 0): one compiled program then
+    serves samples with different numbers of atoms (static shapes under ``jit``).
+
+    Args:
+        sample: :class:`HierarchicalSample` or atoms ``[n, m]`` / ``[n, m, d]``.
+        num_atoms: the new number of atoms per measure, ``>= m``.
+
+    Returns:
+        :class:`HierarchicalSample` with atoms ``[n, num_atoms(, d)]`` and weights
+        ``[n, num_atoms]`` (the sample itself when ``num_atoms == m``; otherwise
+        ``uniform=False``).
+
+    Raises:
+        ValueError / TypeError: an invalid sample, or ``num_atoms`` not an int ``>= m``.
+
+    Examples:
+        >>> import numpy as np
+        >>> s = pad_atoms(np.array([[0.25, 0.75]]), 3)
+        >>> s.atoms, s.weights
+        (Array([[0.25, 0.75, 0.25]], dtype=float32), Array([[0.5, 0.5, 0. ]], dtype=float32))
+    """
+    s = hierarchical_sample(sample, name="sample")
+    num_atoms = check_int(num_atoms, "num_atoms", minimum=s.m)
+    return _pad(s, num_atoms)
+
+
+def _pad(s: HierarchicalSample, m: int) -> HierarchicalSample:
+    if s.m == m:
+        return s
+    return _pad_jit(s, m)
+
+
+@partial(jax.jit, static_argnums=(1,))
+def _pad_jit(s: HierarchicalSample, m: int) -> HierarchicalSample:
+    extra = m - s.m
+    atoms = jnp.concatenate([s.atoms, jnp.repeat(s.atoms[:, :1], extra, axis=1)], axis=1)
+    weights = jnp.concatenate([s.weights, jnp.zeros((s.n, extra), s.weights.dtype)], axis=1)
+    return HierarchicalSample(atoms, weights, False)
 
 
 def from_groups(
@@ -219,16 +286,20 @@ def from_groups(
 
     Raises:
         ValueError: mismatched lengths or empty input.
+
+    Examples:
+        >>> import numpy as np
+        >>> s, labels = from_groups(np.array([1.0, 2.0, 3.0]), np.array(["b", "a", "b"]))
+        >>> labels.tolist(), s.atoms.tolist(), s.weights.tolist()
+        (['a', 'b'], [[2.0, 2.0], [1.0, 3.0]], [[1.0, 0.0], [0.5, 0.5]])
     """
     values = np.asarray(values, dtype=np.float64)
     groups = np.asarray(groups)
     if values.ndim not in (1, 2) or groups.ndim != 1 or values.shape[0] != groups.shape[0]:
-        raise ValueError(
-            f"values [N] or [N, d] and groups [N] must have the same length N, got shapes "
-            f"{values.shape} and {groups.shape}"
-        )
+        raise ValueError(expected("values, groups", "values [N] or [N, d] and groups [N] of the same length N",
+                                  f"shapes {values.shape} and {groups.shape}", raw=True))
     if values.shape[0] == 0:
-        raise ValueError("values must be non-empty")
+        raise ValueError(expected("values", "at least one observation", "an empty array", raw=True))
     labels, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
     n, m = len(labels), int(counts.max())
     shape = (n, m) + values.shape[1:]

@@ -26,9 +26,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from jaxcore._util import check_choice, check_int, check_key, check_scalar, expected
+
 from . import hipm as _hipm
-from . import wow as _wow
-from .samples import HierarchicalSample, hierarchical_sample
+from . import wasserstein as _wasserstein
+from .samples import HierarchicalSample, _pad, check_interval, hierarchical_sample
 
 __all__ = ["TwoSampleResult", "permutation_test", "pool"]
 
@@ -47,20 +49,45 @@ class TwoSampleResult(NamedTuple):
     null_statistics: Float[Array, " B"]
 
 
-def pool(s1: HierarchicalSample, s2: HierarchicalSample) -> HierarchicalSample:
-    """Stack two samples into one of n1 + n2 measures, padding atoms with zero weights if m differs."""
+def pool(sample1: HierarchicalSample | Any, sample2: HierarchicalSample | Any) -> HierarchicalSample:
+    """Stack two samples into one of n1 + n2 measures, padding atoms with zero weights if m differs.
+
+    Args:
+        sample1: :class:`HierarchicalSample` or atoms ``[n1, m1(, d)]``.
+        sample2: likewise ``[n2, m2(, d)]``, same d.
+
+    Returns:
+        :class:`HierarchicalSample` with ``n1 + n2`` measures of ``max(m1, m2)`` atoms
+        (rows ``:n1`` are sample1), in the common floating dtype.
+
+    Raises:
+        ValueError / TypeError: invalid samples or samples in different dimensions.
+
+    References:
+        Catalano & Lavenant, ICML 2024, Section 6 (the pooled sample of the permutation test).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> s = pool(jnp.array([[0.0, 1.0]]), jnp.array([[2.0]]))
+        >>> s.atoms.tolist(), s.weights.tolist()
+        ([[0.0, 1.0], [2.0, 2.0]], [[0.5, 0.5], [1.0, 0.0]])
+    """
+    s1 = hierarchical_sample(sample1, name="sample1")
+    s2 = hierarchical_sample(sample2, name="sample2")
+    if s1.dim != s2.dim or s1.atoms.ndim != s2.atoms.ndim:
+        raise ValueError(expected("sample1, sample2", "measures in the same dimension d",
+                                  f"atoms {tuple(s1.atoms.shape)} and {tuple(s2.atoms.shape)}", raw=True))
+    return _pool_jit(s1, s2)
+
+
+@jax.jit
+def _pool_jit(s1: HierarchicalSample, s2: HierarchicalSample) -> HierarchicalSample:
+    return _pool(s1, s2)
+
+
+def _pool(s1: HierarchicalSample, s2: HierarchicalSample) -> HierarchicalSample:
     m = max(s1.m, s2.m)
-
-    def pad(s: HierarchicalSample) -> HierarchicalSample:
-        if s.m == m:
-            return s
-        extra = m - s.m
-        first = s.atoms[:, :1]
-        atoms = jnp.concatenate([s.atoms, jnp.repeat(first, extra, axis=1)], axis=1)
-        weights = jnp.concatenate([s.weights, jnp.zeros((s.n, extra), s.weights.dtype)], axis=1)
-        return HierarchicalSample(atoms, weights, False)
-
-    p1, p2 = pad(s1), pad(s2)
+    p1, p2 = _pad(s1, m), _pad(s2, m)
     dtype = jnp.result_type(p1.atoms.dtype, p2.atoms.dtype)
     return HierarchicalSample(
         jnp.concatenate([p1.atoms.astype(dtype), p2.atoms.astype(dtype)]),
@@ -78,12 +105,15 @@ def permutation_test(
     num_permutations: int = 200,
     interval: tuple[float, float] | None = None,
     p: float = 1.0,
-    num_grid: int = 100,
-    num_starts: int = 3,
-    max_steps: int = 200,
+    num_grid: int = _hipm.NUM_GRID,
+    num_starts: int = _hipm.NUM_STARTS,
+    max_steps: int = _hipm.MAX_STEPS,
     outer: Literal["exact", "sinkhorn"] = "exact",
 ) -> TwoSampleResult:
     """Permutation test of Q1 = Q2 from two hierarchical samples; relabellings vmapped.
+
+    p-value = (1 + #{b : T_b >= T}) / (1 + B) for the statistic T on the observed
+    split and T_1..T_B on B uniform relabellings of the pooled n1 + n2 measures.
 
     Args:
         key: PRNG key for the relabellings (and nothing else).
@@ -94,54 +124,63 @@ def permutation_test(
         num_permutations: B >= 1 relabellings.
         interval: ``(a, b)`` containing every atom; required for "dlip".
         p: WoW order (static).
-        num_grid, num_starts, max_steps: d_lip settings (see :func:`jaxcore.ipm.dlip`).
+        num_grid, num_starts, max_steps: d_lip settings, with the defaults of
+            :func:`jaxcore.ipm.dlip` (250 cells, 5 starts, 1000 steps).
         outer: WoW outer solver, "exact" (host callback, one call per
             relabelling) or "sinkhorn".
 
     Returns:
-        :class:`TwoSampleResult` (statistic, p-value, null statistics).
+        :class:`TwoSampleResult` (statistic, p-value in (0, 1], ``[num_permutations]``
+        null statistics), in the atoms' dtype.
 
     Raises:
-        ValueError: unknown statistic, missing interval for "dlip",
+        ValueError: unknown statistic or outer, missing interval for "dlip",
             num_permutations < 1, num_grid < 1, num_starts < 1, max_steps < 0,
-            or invalid samples.
-        TypeError: num_grid, num_starts or max_steps not a Python int.
+            p < 1, or invalid samples.
+        TypeError: a key that is not a PRNG key; num_grid, num_starts,
+            max_steps or num_permutations not an int.
 
     References:
-        Catalano & Lavenant, ICML 2024, Section 6.
+        Catalano & Lavenant, ICML 2024, Section 6; Lehmann & Romano, "Testing
+        Statistical Hypotheses", 2005, Section 15.2.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> x = jnp.array([[0.0, 0.1], [0.2, 0.3], [0.1, 0.2]])
+        >>> res = permutation_test(jax.random.key(0), x, x + 0.5, statistic="lower_bound", num_permutations=19)
+        >>> float(res.statistic), float(res.p_value), res.null_statistics.shape
+        (0.5, 0.1, (19,))
     """
-    if statistic not in ("dlip", "wow", "lower_bound"):
-        raise ValueError(f"statistic must be 'dlip', 'wow' or 'lower_bound', got {statistic!r}")
-    if isinstance(num_permutations, bool) or not isinstance(num_permutations, int) or num_permutations < 1:
-        raise ValueError(f"num_permutations must be a positive int, got {num_permutations!r}")
-    if outer not in ("exact", "sinkhorn"):
-        raise ValueError(f"outer must be 'exact' or 'sinkhorn', got {outer!r}")
-    p = _wow._check_p(p)
-    num_grid = _hipm._check_int(num_grid, "num_grid", 1)
-    num_starts = _hipm._check_int(num_starts, "num_starts", 1)
-    max_steps = _hipm._check_int(max_steps, "max_steps", 0)
+    key = check_key(key)
+    statistic = check_choice(statistic, "statistic", ("dlip", "wow", "lower_bound"))
+    num_permutations = check_int(num_permutations, "num_permutations", minimum=1)
+    outer = check_choice(outer, "outer", ("exact", "sinkhorn"))
+    p = check_scalar(p, "p", low=1.0)
+    num_grid = check_int(num_grid, "num_grid", minimum=1)
+    num_starts = check_int(num_starts, "num_starts", minimum=1)
+    max_steps = check_int(max_steps, "max_steps", minimum=0)
     if statistic == "dlip":
         if interval is None:
-            raise ValueError("statistic='dlip' needs interval=(a, b) containing every atom")
-        s1 = _hipm._validate(sample1, interval[0], interval[1], "sample1")
-        s2 = _hipm._validate(sample2, interval[0], interval[1], "sample2")
+            raise ValueError(expected("interval", "(a, b) containing every atom (statistic='dlip' needs it)", None))
+        a, b = check_interval(interval)
+        s1 = _hipm._validate(sample1, a, b, "sample1")
+        s2 = _hipm._validate(sample2, a, b, "sample2")
     else:
+        a, b = (0.0, 1.0) if interval is None else check_interval(interval)
         s1 = hierarchical_sample(sample1, max_dim=1, name="sample1")
         s2 = hierarchical_sample(sample2, max_dim=1, name="sample2")
-        s1, s2 = _wow._squeeze(s1), _wow._squeeze(s2)
-    pooled = pool(s1, s2)
-    a, b = (0.0, 1.0) if interval is None else (float(interval[0]), float(interval[1]))
+        s1, s2 = _wasserstein._squeeze(s1), _wasserstein._squeeze(s2)
     return _permutation_core(
-        key, pooled, s1.n, statistic, num_permutations, a, b, int(num_grid), int(num_starts), int(max_steps),
-        float(p), outer,
+        key, s1, s2, statistic, num_permutations, a, b, num_grid, num_starts, max_steps, p, outer,
     )
 
 
-@partial(jax.jit, static_argnums=tuple(range(2, 12)))
+@partial(jax.jit, static_argnums=tuple(range(3, 12)))
 def _permutation_core(
-    key: PRNGKeyArray, pooled: HierarchicalSample, n1: int, statistic: str, num_permutations: int,
+    key: PRNGKeyArray, s1: HierarchicalSample, s2: HierarchicalSample, statistic: str, num_permutations: int,
     a: float, b: float, num_grid: int, num_starts: int, max_steps: int, p: float, outer: str,
 ) -> TwoSampleResult:
+    pooled, n1 = _pool(s1, s2), s1.n
     n = pooled.n
     perms = jax.vmap(lambda k: jax.random.permutation(k, n))(jax.random.split(key, num_permutations))
     identity = jnp.arange(n)
@@ -156,15 +195,15 @@ def _permutation_core(
             return _hipm._dlip_from_features(f[:n1], f[n1:], starts, max_steps, tol)[0]
 
     elif statistic == "wow":
-        cost = _wow._inner_exact(pooled, pooled, p)
+        cost = _wasserstein._inner_exact(pooled, pooled, p)
 
         def stat(perm: Array) -> Array:
             c = cost[perm[:n1]][:, perm[n1:]]
             if outer == "exact":
-                total = _wow._exact_outer(c)
+                total = _wasserstein._exact_outer(c)
             else:
                 m1, m2 = c.shape
-                total = _wow._entropic_cost(c, jnp.full((m1,), 1.0 / m1, c.dtype), jnp.full((m2,), 1.0 / m2, c.dtype),
+                total = _wasserstein._entropic_cost(c, jnp.full((m1,), 1.0 / m1, c.dtype), jnp.full((m2,), 1.0 / m2, c.dtype),
                                             1e-2, 2000)
             return jnp.maximum(total, 0.0) ** (1.0 / p)
 
@@ -173,7 +212,7 @@ def _permutation_core(
 
         def stat(perm: Array) -> Array:
             mm = means[perm]
-            return _hipm.w1_empirical(mm[:n1], mm[n1:])
+            return _hipm._w1_empirical(mm[:n1], mm[n1:])
 
     observed = stat(identity)
     null = jax.vmap(stat)(perms)

@@ -23,22 +23,37 @@ References:
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from jaxcore._util import as_float_array, check_choice, check_int, check_scalar, expected
+
 from ._sorting import argsort_last, sort_last
 from .samples import HierarchicalSample, hierarchical_sample
 
 __all__ = [
+    "WoWResult",
     "wasserstein_1d",
     "inner_cost_matrix",
     "outer_ot_cost",
     "wow",
 ]
+
+
+class WoWResult(NamedTuple):
+    """Result of :func:`wow`.
+
+    Attributes:
+        value: scalar WoW_p, in the units of the atoms.
+        inner_costs: ``[n1, n2]`` the inner costs W_p^p(P_i, R_j), in (units of the atoms)^p.
+    """
+
+    value: Float[Array, ""]
+    inner_costs: Float[Array, "n1 n2"]
 
 
 # ----------------------------------------------------------------------------
@@ -101,48 +116,46 @@ def wasserstein_1d(
         Scalar W_p, in the units of the atoms.
 
     Raises:
-        ValueError: ``p < 1`` or arrays that are not 1-D / mismatched weights.
+        ValueError: ``p < 1`` (or not finite), arrays that are not 1-D, mismatched weights.
+        TypeError: non-numeric inputs.
 
     References:
         G. Peyre, M. Cuturi. "Computational Optimal Transport", 2019, Remark 2.30.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> float(wasserstein_1d(jnp.array([0.0, 1.0]), jnp.array([0.5, 1.5])))
+        0.5
+        >>> float(wasserstein_1d(jnp.array([0.0, 1.0]), jnp.array([3.0]), jnp.array([0.5, 0.5]), p=2.0) ** 2)
+        6.5
     """
-    p = _check_p(p)
-    x, y = jnp.asarray(x), jnp.asarray(y)
-    if x.ndim != 1 or y.ndim != 1:
-        raise ValueError(f"x and y must be 1-D arrays of atoms, got shapes {x.shape} and {y.shape}")
+    p = check_scalar(p, "p", low=1.0)
+    x, y = as_float_array(x, "x"), as_float_array(y, "y")
+    if x.ndim != 1 or y.ndim != 1 or x.shape[0] < 1 or y.shape[0] < 1:
+        raise ValueError(expected("x, y", "non-empty 1-D arrays of atoms",
+                                  f"shapes {tuple(x.shape)} and {tuple(y.shape)}", raw=True))
     dtype = jnp.result_type(x.dtype, y.dtype, float)
     x, y = x.astype(dtype), y.astype(dtype)
-    if x_weights is None and y_weights is None and x.shape == y.shape:
-        return _w1d_uniform_jit(x, y, p)
-    wx = jnp.full(x.shape, 1.0 / x.shape[0], dtype) if x_weights is None else jnp.asarray(x_weights).astype(dtype)
-    wy = jnp.full(y.shape, 1.0 / y.shape[0], dtype) if y_weights is None else jnp.asarray(y_weights).astype(dtype)
+    uniform = x_weights is None and y_weights is None and x.shape == y.shape
+    wx = jnp.full(x.shape, 1.0 / x.shape[0], dtype) if x_weights is None else \
+        as_float_array(x_weights, "x_weights", dtype=dtype)
+    wy = jnp.full(y.shape, 1.0 / y.shape[0], dtype) if y_weights is None else \
+        as_float_array(y_weights, "y_weights", dtype=dtype)
     if wx.shape != x.shape or wy.shape != y.shape:
-        raise ValueError(
-            f"weights must match atoms: x {x.shape} vs x_weights {wx.shape}, y {y.shape} vs y_weights {wy.shape}"
-        )
-    return _w1d_general_jit(x, wx, y, wy, p)
+        raise ValueError(expected(
+            "x_weights, y_weights", "weights shaped like their atoms",
+            f"x {tuple(x.shape)} vs x_weights {tuple(wx.shape)}, y {tuple(y.shape)} vs y_weights {tuple(wy.shape)}",
+            raw=True))
+    return _w1d_jit(x, wx, y, wy, p, uniform)
 
 
-@partial(jax.jit, static_argnames=("p",))
-def _w1d_uniform_jit(x: Array, y: Array, p: float) -> Array:
-    return jnp.mean(_abs_pow(sort_last(x) - sort_last(y), p)) ** (1.0 / p)
-
-
-@partial(jax.jit, static_argnames=("p",))
-def _w1d_general_jit(x: Array, wx: Array, y: Array, wy: Array, p: float) -> Array:
+@partial(jax.jit, static_argnames=("p", "uniform"))
+def _w1d_jit(x: Array, wx: Array, y: Array, wy: Array, p: float, uniform: bool) -> Array:
+    if uniform:  # equal sizes, uniform weights: the sorted formula
+        return jnp.mean(_abs_pow(sort_last(x) - sort_last(y), p)) ** (1.0 / p)
     xs, cx = _sorted_with_cdf(x, wx)
     ys, cy = _sorted_with_cdf(y, wy)
     return _wpp_sorted(xs, cx, ys, cy, p) ** (1.0 / p)
-
-
-def _check_p(p: Any) -> float:
-    try:
-        p = float(p)
-    except (TypeError, ValueError):
-        raise TypeError(f"p must be a Python number >= 1 (static), got {type(p).__name__}") from None
-    if not p >= 1.0 or not np.isfinite(p):
-        raise ValueError(f"p must be a finite number >= 1, got {p}")
-    return p
 
 
 # ----------------------------------------------------------------------------
@@ -246,23 +259,34 @@ def inner_cost_matrix(
     References:
         Catalano & Lavenant, ICML 2024, Section 2; Cuturi, "Sinkhorn distances",
         NeurIPS 2013.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> inner_cost_matrix(jnp.array([[0.0, 1.0], [2.0, 3.0]]), jnp.array([[0.0, 1.0]]))
+        Array([[0.],
+               [2.]], dtype=float32)
     """
-    p = _check_p(p)
+    s1, s2, p, inner, epsilon, max_iterations = _check_inner(sample1, sample2, p, inner, epsilon, max_iterations)
+    return _inner_cost_jit(s1, s2, p, inner, epsilon, max_iterations)
+
+
+def _check_inner(sample1: Any, sample2: Any, p: Any, inner: Any, epsilon: Any, max_iterations: Any) -> tuple:
+    """Host checks of :func:`inner_cost_matrix`'s arguments; 1-D samples come back as ``[n, m]`` atoms."""
+    p = check_scalar(p, "p", low=1.0)
     s1 = hierarchical_sample(sample1, name="sample1")
     s2 = hierarchical_sample(sample2, name="sample2")
     _check_pair(s1, s2)
-    if inner not in ("exact", "sinkhorn"):
-        raise ValueError(f"inner must be 'exact' or 'sinkhorn', got {inner!r}")
+    inner = check_choice(inner, "inner", ("exact", "sinkhorn"))
+    max_iterations = check_int(max_iterations, "max_iterations", minimum=1)
     if inner == "exact":
         if s1.atoms.ndim == 3 and s1.atoms.shape[2] > 1:
-            raise ValueError(
-                f"inner='exact' supports measures on R only (atoms [n, m] or [n, m, 1]); got d = "
-                f"{s1.atoms.shape[2]}; use inner='sinkhorn'"
-            )
+            raise ValueError(expected("sample1", "measures on R for inner='exact' (atoms [n, m] or [n, m, 1]; "
+                                      "use inner='sinkhorn' for d > 1)", f"d = {s1.atoms.shape[2]}", raw=True))
         s1, s2 = _squeeze(s1), _squeeze(s2)
-    elif not float(epsilon) > 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon}")
-    return _inner_cost_jit(s1, s2, p, inner, float(epsilon), int(max_iterations))
+        epsilon = float(epsilon)
+    else:
+        epsilon = check_scalar(epsilon, "epsilon", positive=True)
+    return s1, s2, p, inner, epsilon, max_iterations
 
 
 @partial(jax.jit, static_argnames=("p", "inner", "epsilon", "max_iterations"))
@@ -288,10 +312,8 @@ def _squeeze(s: HierarchicalSample) -> HierarchicalSample:
 
 def _check_pair(s1: HierarchicalSample, s2: HierarchicalSample) -> None:
     if s1.dim != s2.dim:
-        raise ValueError(
-            f"sample1 and sample2 must live in the same dimension, got atoms {tuple(s1.atoms.shape)} and "
-            f"{tuple(s2.atoms.shape)}"
-        )
+        raise ValueError(expected("sample1, sample2", "measures in the same dimension d",
+                                  f"atoms {tuple(s1.atoms.shape)} and {tuple(s2.atoms.shape)}", raw=True))
 
 
 # ----------------------------------------------------------------------------
@@ -370,20 +392,37 @@ def outer_ot_cost(
         Scalar transport cost (units of ``cost``).
 
     Raises:
-        ValueError: ``cost`` not 2-D or unknown ``outer``.
+        ValueError: ``cost`` not a non-empty 2-D matrix, unknown ``outer``, ``epsilon <= 0``
+            (sinkhorn) or ``max_iterations < 1``.
+
+    References:
+        G. Peyre, M. Cuturi. "Computational Optimal Transport", 2019, Chapters 3 and 4.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> float(outer_ot_cost(jnp.array([[1.0, 0.0], [0.0, 1.0]])))
+        0.0
     """
-    cost = jnp.asarray(cost)
-    if cost.ndim != 2:
-        raise ValueError(f"cost must be a [n1, n2] matrix, got shape {cost.shape}")
-    if outer not in ("exact", "sinkhorn"):
-        raise ValueError(f"outer must be 'exact' or 'sinkhorn', got {outer!r}")
-    if outer == "sinkhorn" and not float(epsilon) > 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon}")
-    return _outer_jit(cost, outer, float(epsilon), int(max_iterations))
+    cost = as_float_array(cost, "cost")
+    if cost.ndim != 2 or cost.shape[0] < 1 or cost.shape[1] < 1:
+        raise ValueError(expected("cost", "a non-empty [n1, n2] matrix", f"shape {tuple(cost.shape)}", raw=True))
+    outer, epsilon, max_iterations = _check_outer(outer, epsilon, max_iterations)
+    return _outer_jit(cost, outer, epsilon, max_iterations)
+
+
+def _check_outer(outer: Any, epsilon: Any, max_iterations: Any, eps_name: str = "epsilon") -> tuple:
+    outer = check_choice(outer, "outer", ("exact", "sinkhorn"))
+    max_iterations = check_int(max_iterations, "max_iterations", minimum=1)
+    epsilon = check_scalar(epsilon, eps_name, positive=True) if outer == "sinkhorn" else float(epsilon)
+    return outer, epsilon, max_iterations
 
 
 @partial(jax.jit, static_argnames=("outer", "epsilon", "max_iterations"))
 def _outer_jit(cost: Array, outer: str, epsilon: float, max_iterations: int) -> Array:
+    return _outer(cost, outer, epsilon, max_iterations)
+
+
+def _outer(cost: Array, outer: str, epsilon: float, max_iterations: int) -> Array:
     if outer == "exact":
         return _exact_outer(cost)
     n1, n2 = cost.shape
@@ -427,23 +466,34 @@ def wow(
         max_iterations: Sinkhorn iteration cap.
 
     Returns:
-        Scalar WoW_p in the units of the atoms.
+        :class:`WoWResult`: ``value`` (scalar WoW_p in the units of the atoms) and
+        ``inner_costs`` (the ``[n1, n2]`` matrix of W_p^p).
 
     Raises:
-        ValueError / TypeError: invalid samples, ``p < 1``, unknown options.
+        ValueError / TypeError: invalid samples, ``p < 1``, unknown options,
+            non-positive epsilons, ``max_iterations < 1``.
 
     References:
         Catalano & Lavenant, "Hierarchical Integral Probability Metrics: A
         distance on random probability measures with low sample complexity",
         ICML 2024, Eq. (2).
 
-    Example:
+    Examples:
         >>> import jax.numpy as jnp
         >>> x = jnp.array([[0.0, 1.0], [2.0, 3.0]])
-        >>> float(wow(x, x + 0.5))
+        >>> float(wow(x, x + 0.5).value)
         0.5
     """
-    p = _check_p(p)
-    cost = inner_cost_matrix(sample1, sample2, p, inner=inner, epsilon=epsilon, max_iterations=max_iterations)
-    total = outer_ot_cost(cost, outer=outer, epsilon=outer_epsilon, max_iterations=max_iterations)
-    return jnp.maximum(total, 0.0) ** (1.0 / p)
+    s1, s2, p, inner, epsilon, max_iterations = _check_inner(sample1, sample2, p, inner, epsilon, max_iterations)
+    outer, outer_epsilon, _ = _check_outer(outer, outer_epsilon, max_iterations, "outer_epsilon")
+    return _wow_jit(s1, s2, p, inner, epsilon, outer, outer_epsilon, max_iterations)
+
+
+@partial(jax.jit, static_argnames=("p", "inner", "epsilon", "outer", "outer_epsilon", "max_iterations"))
+def _wow_jit(
+    s1: HierarchicalSample, s2: HierarchicalSample, p: float, inner: str, epsilon: float, outer: str,
+    outer_epsilon: float, max_iterations: int,
+) -> WoWResult:
+    cost = _inner_exact(s1, s2, p) if inner == "exact" else _cost_sinkhorn(s1, s2, p, epsilon, max_iterations)
+    total = _outer(cost, outer, outer_epsilon, max_iterations)
+    return WoWResult(value=jnp.maximum(total, 0.0) ** (1.0 / p), inner_costs=cost)
