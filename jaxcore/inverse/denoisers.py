@@ -13,8 +13,8 @@ Concrete denoisers:
 - :class:`TVDenoiser`: total-variation (ROF) denoising by Chambolle's dual
   projection algorithm; needs no weights.
 - :class:`DnCNN`: a small noise-level-conditioned residual convolutional network
-  (NHWC convolutions), trained by :mod:`jaxcore.inverse.train_denoiser`; load the
-  shipped weights with :func:`load_pretrained`.
+  (NHWC convolutions), trained by :func:`jaxcore.inverse.train_denoiser` (the recipe:
+  ``scripts/train_denoiser.py``); load the shipped weights with :func:`load_pretrained`.
 - :class:`GradientStepDenoiser`: ``D = Id - grad g`` (trained weights: ``load_pretrained("gs-dncnn")``) with
   ``g(x) = 1/2 ||x - N(x, sigma)||^2`` (gradient-step PnP), a true gradient field.
 """
@@ -29,9 +29,22 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, PRNGKeyArray
 
-from .operators import _is_trusted, standard_normal
+from jaxcore._util import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_key,
+    check_nonnegative,
+    check_scalar,
+    error_if,
+    expected,
+    is_concrete,
+    is_trusted,
+)
+
+from .operators import _normal
 
 __all__ = [
     "AbstractDenoiser",
@@ -56,21 +69,24 @@ PRETRAINED: dict[str, tuple[str, str]] = {
 
 def _check_image(x, name: str = "x") -> None:
     if x.ndim < 3:
-        raise ValueError(f"{name} must have shape [..., H, W, C] (at least 3 dimensions), got shape {tuple(x.shape)}")
+        raise ValueError(expected(name, "images of shape [..., H, W, C] (at least 3 dimensions)",
+                                  f"shape {tuple(x.shape)}", raw=True))
 
 
 def _check_sigma(sigma, name: str = "sigma"):
-    """Static check where the value is known; ``eqx.error_if`` under jit."""
-    sigma = jnp.asarray(sigma)
+    """The noise level checked finite and >= 0: on the host where the value is known, else one run-time
+    check (skipped for values the restoration loop checked before it, see :func:`jaxcore._util.trusted_values`)."""
+    if not isinstance(sigma, jax.Array):
+        sigma = jnp.asarray(sigma)
     if not jnp.issubdtype(sigma.dtype, jnp.floating) and not jnp.issubdtype(sigma.dtype, jnp.integer):
-        raise TypeError(f"{name} must be a real number or array, got dtype {sigma.dtype}")
-    if not isinstance(sigma, jax.core.Tracer):
-        if np.any(np.asarray(sigma) < 0) or not np.all(np.isfinite(np.asarray(sigma))):
-            raise ValueError(f"{name} must be finite and >= 0 (noise standard deviation), got {np.asarray(sigma)}")
+        raise TypeError(expected(name, "a real number or array", f"dtype {sigma.dtype}", raw=True))
+    if is_concrete(sigma):
+        check_nonnegative(sigma, name)
         return sigma
-    if _is_trusted(sigma):
+    if is_trusted(sigma):
         return sigma
-    return eqx.error_if(sigma, jnp.any(sigma < 0), f"{name} must be >= 0 (noise standard deviation)")
+    return error_if(sigma, jnp.any(~jnp.isfinite(sigma) | (sigma < 0)), name,
+                    "finite values >= 0 (a noise standard deviation)")
 
 
 def _sigma_for_batch(sigma, batch_shape: tuple[int, ...], dtype) -> Array:
@@ -79,9 +95,8 @@ def _sigma_for_batch(sigma, batch_shape: tuple[int, ...], dtype) -> Array:
     try:
         return jnp.broadcast_to(sigma, batch_shape)
     except ValueError:
-        raise ValueError(
-            f"sigma must be a scalar or broadcastable to the batch shape {batch_shape}, got shape {sigma.shape}"
-        ) from None
+        raise ValueError(expected("sigma", f"a scalar or an array broadcastable to the batch shape {batch_shape}",
+                                  f"shape {sigma.shape}", raw=True)) from None
 
 
 class AbstractDenoiser(eqx.Module):
@@ -110,17 +125,31 @@ class GaussianMMSEDenoiser(AbstractDenoiser):
 
     References:
         Efron, "Tweedie's formula and selection bias", JASA 2011, eq. (1.4).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import GaussianMMSEDenoiser
+        >>> den = GaussianMMSEDenoiser(0.5, 0.01)
+        >>> float(den(jnp.ones((1, 1, 1)), 0.1)[0, 0, 0])  # (s^2 x + sigma^2 mu) / (s^2 + sigma^2)
+        0.75
     """
 
     mean: Array
     variance: Array
 
     def __init__(self, mean, variance):
+        """Args:
+            mean: prior mean ``mu`` (scalar or broadcastable to ``[H, W, C]``).
+            variance: prior variance ``s^2``, a finite scalar > 0.
+
+        Raises:
+            ValueError: ``variance`` not a scalar, or not finite and > 0.
+        """
         variance = jnp.asarray(variance)
         if variance.ndim != 0:
-            raise ValueError(f"variance must be a scalar, got shape {variance.shape}")
-        if not isinstance(variance, jax.core.Tracer) and not float(variance) > 0:
-            raise ValueError(f"variance must be > 0, got {float(variance)}")
+            raise ValueError(expected("variance", "a scalar", f"shape {variance.shape}", raw=True))
+        if is_concrete(variance):
+            check_scalar(variance, "variance", positive=True)
         self.mean = jnp.asarray(mean)
         self.variance = variance
 
@@ -156,23 +185,31 @@ class TVDenoiser(AbstractDenoiser):
 
     ``D(x, sigma) = argmin_u 1/2 ||u - x||^2 + lam TV(u)`` with the isotropic,
     channel-coupled (vectorial) total variation ``TV(u) = sum_ij sqrt(sum_c |grad u_c|^2)``
-    and ``lam = weight_per_sigma * sigma``. Solved by ``n_iter`` fixed-point steps
+    and ``lam = weight_per_sigma * sigma``. Solved by ``num_steps`` fixed-point steps
     ``p <- (p + tau grad(div p - x/lam)) / (1 + tau |grad(div p - x/lam)|)``, ``u = x - lam div p``.
 
     Attributes:
         weight_per_sigma: ``lam / sigma``; 1.1 maximised the mean PSNR over the grid
             {0.5, 0.7, 0.9, 1.1, 1.4} at ``sigma in {5, 10, 15, 25}/255`` on 128x128
             crops of three of the network's training images (astronaut, rocket, moon).
-        n_iter: number of dual iterations (static).
+        num_steps: number of dual fixed-point steps (static).
         tau: dual step size, ``<= 1/4`` for convergence.
 
     References:
         Chambolle, "An algorithm for total variation minimization and applications",
         JMIV 2004, eq. (11); Rudin, Osher & Fatemi, Physica D 1992.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import TVDenoiser
+        >>> x = jnp.zeros((8, 8, 1)).at[::2].set(1.0)  # stripes: large total variation
+        >>> u = TVDenoiser(num_steps=50)(x, 0.1)
+        >>> bool(jnp.abs(jnp.diff(u, axis=0)).sum() < jnp.abs(jnp.diff(x, axis=0)).sum())
+        True
     """
 
     weight_per_sigma: float = 1.1
-    n_iter: int = eqx.field(static=True, default=100)
+    num_steps: int = eqx.field(static=True, default=100)
     tau: float = 0.248
 
     def __call__(self, x, sigma):
@@ -189,7 +226,7 @@ class TVDenoiser(AbstractDenoiser):
             return ((ph + self.tau * gh) / (1 + self.tau * norm), (pw + self.tau * gw) / (1 + self.tau * norm))
 
         p0 = (jnp.zeros_like(x), jnp.zeros_like(x))
-        ph, pw = jax.lax.fori_loop(0, self.n_iter, body, p0)
+        ph, pw = jax.lax.fori_loop(0, self.num_steps, body, p0)
         return x - lam * _div_backward(ph, pw)
 
 
@@ -208,6 +245,27 @@ def conv3x3(h: Float[Array, "N H W I"], w: Float[Array, "3 3 I O"]) -> Float[Arr
     scan, 4.2 s with autodiff, 0.30 s with this rule, 2 cores), which made any restoration
     loop with :class:`GradientStepDenoiser` crawl. Reverse mode only (``jax.grad``,
     ``jax.vjp``, nested); forward mode (``jax.jvp``) is not defined.
+
+    Args:
+        h: input activations ``[N, H, W, I]``.
+        w: kernel ``[3, 3, I, O]`` (HWIO).
+
+    Returns:
+        ``[N, H, W, O]`` in the inputs' dtype.
+
+    Raises:
+        TypeError: shapes that ``lax.conv_general_dilated`` refuses.
+
+    References:
+        Dumoulin & Visin, "A guide to convolution arithmetic for deep learning", 2016 (the
+        transposed convolution of a stride-1 "same" convolution is a flipped-kernel convolution).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import conv3x3
+        >>> w = jnp.zeros((3, 3, 1, 1)).at[1, 1].set(2.0)  # a centred tap: scaling by 2
+        >>> float(conv3x3(jnp.ones((1, 4, 4, 1)), w)[0, 0, 0, 0])
+        2.0
     """
     return jax.lax.conv_general_dilated(h, w, (1, 1), "SAME", dimension_numbers=_NHWC)
 
@@ -256,6 +314,14 @@ class DnCNN(AbstractDenoiser):
         Zhang, Zuo, Chen, Meng & Zhang, "Beyond a Gaussian denoiser: residual
         learning of deep CNN for image denoising", IEEE TIP 2017 (residual form);
         Zhang, Zuo & Zhang, "FFDNet", IEEE TIP 2018 (noise-level map input).
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.inverse import DnCNN
+        >>> net = DnCNN(key=jax.random.key(0), channels=1, features=4, depth=3)
+        >>> x = jnp.full((8, 8, 1), 0.5)
+        >>> net(x, 0.1).shape, bool((net(x, 0.0) == x).all())  # noise-scaled: D(x, 0) = x
+        ((8, 8, 1), True)
     """
 
     weights: list[Array]
@@ -265,12 +331,12 @@ class DnCNN(AbstractDenoiser):
     sigma_scale: float = eqx.field(static=True)
     boundary: str = eqx.field(static=True)
 
-    def __init__(self, key, *, channels: int = 3, features: int = 32, depth: int = 6, noise_scaled: bool = True,
-                 sigma_scale: float = 255.0 / 25.0, boundary: str = "zeros"):
+    def __init__(self, *, key: PRNGKeyArray, channels: int = 3, features: int = 32, depth: int = 6,
+                 noise_scaled: bool = True, sigma_scale: float = 255.0 / 25.0, boundary: str = "zeros"):
         """Random (He-normal) initialisation.
 
         Args:
-            key: PRNG key.
+            key: PRNG key (keyword-only, equinox's convention).
             channels: image channels C.
             features: hidden channels.
             depth: number of convolution layers (>= 2).
@@ -279,14 +345,18 @@ class DnCNN(AbstractDenoiser):
             boundary: "zeros" or "symmetric" (see the class docstring).
 
         Raises:
-            ValueError: ``depth < 2`` or non-positive ``channels``/``features``.
+            TypeError: ``key`` not a PRNG key; a count not an int.
+            ValueError: ``depth < 2``, non-positive ``channels``/``features``, unknown ``boundary``.
         """
-        if depth < 2 or channels < 1 or features < 1:
-            raise ValueError(f"need depth >= 2, channels >= 1, features >= 1; got {depth}, {channels}, {features}")
+        key = check_key(key)
+        depth = check_int(depth, "depth", minimum=2)
+        channels = check_int(channels, "channels", minimum=1)
+        features = check_int(features, "features", minimum=1)
+        boundary = check_choice(boundary, "boundary", ("zeros", "symmetric"))
         dims = [channels + 1] + [features] * (depth - 1) + [channels]
         sizes = [9 * dims[i] * dims[i + 1] for i in range(depth)]
         # one draw for all layers (one small compile, not one per layer shape)
-        flat = standard_normal(key, (sum(sizes),), jnp.float32)
+        flat = _normal(key, (sum(sizes),), jnp.float32)
         offsets = np.cumsum([0] + sizes)
         self.weights = []
         self.biases = []
@@ -297,10 +367,8 @@ class DnCNN(AbstractDenoiser):
             self.weights.append(scale * w)
             self.biases.append(jnp.zeros((dims[i + 1],), jnp.float32))
         self.channels = channels
-        self.noise_scaled = bool(noise_scaled)
-        self.sigma_scale = float(sigma_scale)
-        if boundary not in ("zeros", "symmetric"):
-            raise ValueError(f"boundary must be 'zeros' or 'symmetric', got {boundary!r}")
+        self.noise_scaled = check_bool(noise_scaled, "noise_scaled")
+        self.sigma_scale = check_scalar(sigma_scale, "sigma_scale", positive=True)
         self.boundary = boundary
 
     @property
@@ -327,10 +395,9 @@ class DnCNN(AbstractDenoiser):
         sigma = _check_sigma(sigma)
         c = x.shape[-1]
         if c != self.channels and not (c == 1 and self.channels == 3):
-            raise ValueError(
-                f"x has {c} channels but the network was built for {self.channels}"
-                + (" (or 1, replicated)" if self.channels == 3 else "")
-            )
+            raise ValueError(expected(
+                "x", f"{self.channels} channels (the network's)" + (" or 1 (replicated)" if self.channels == 3 else ""),
+                f"{c} channels", raw=True))
         batch = x.shape[:-3]
         s = _sigma_for_batch(sigma, batch, x.dtype).reshape(-1)
         flat = x.reshape((-1,) + x.shape[-3:])
@@ -371,6 +438,13 @@ class GradientStepDenoiser(AbstractDenoiser):
     References:
         Hurault, Leclaire & Papadakis, "Gradient step denoiser for convergent
         plug-and-play", ICLR 2022, eq. (7).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import GaussianMMSEDenoiser, GradientStepDenoiser
+        >>> gs = GradientStepDenoiser(GaussianMMSEDenoiser(0.0, 1.0))  # N(x) = x / 2 at sigma = 1
+        >>> float(gs(jnp.ones((1, 1, 1)), 1.0)[0, 0, 0])  # x - (I - J)^T (x - N(x)) = 1 - 1/4
+        0.75
     """
 
     network: AbstractDenoiser
@@ -389,18 +463,33 @@ class GradientStepDenoiser(AbstractDenoiser):
 
 
 def pretrained_info(name: str = "dncnn") -> dict:
-    """The metadata JSON (recipe, seed, PSNR table) of a shipped weight file.
+    """The metadata JSON (architecture, recipe, seed, held-out PSNR table) of a shipped weight file.
+
+    Args:
+        name: a key of :data:`PRETRAINED` ("dncnn" or "gs-dncnn").
+
+    Returns:
+        The parsed JSON: ``architecture``, ``recipe``, ``seed``, ``psnr_table`` (dB), ...
 
     Raises:
         ValueError: unknown ``name``.
         FileNotFoundError: the weight files are missing from the installation.
+
+    Examples:
+        >>> from jaxcore.inverse import pretrained_info
+        >>> info = pretrained_info("dncnn")
+        >>> info["architecture"]["kind"], info["psnr_table"]["sigma_255"]
+        ('DnCNN', [5, 10, 15, 25])
     """
-    if name not in PRETRAINED:
-        raise ValueError(f"name must be one of {sorted(PRETRAINED)}, got {name!r}")
+    name = check_choice(name, "name", sorted(PRETRAINED))
     path = _WEIGHTS_DIR / PRETRAINED[name][1]
     if not path.exists():
-        raise FileNotFoundError(f"no metadata {path}; train with: python -m jaxcore.inverse.train_denoiser")
+        raise FileNotFoundError(f"no metadata {path}; train with: python scripts/train_denoiser.py")
     return json.loads(path.read_text())
+
+
+#: The abstract shape of one PRNG key: the template key of :func:`load_pretrained` (no key is drawn).
+_KEY_SHAPE = jax.eval_shape(jax.random.key, jax.ShapeDtypeStruct((), jnp.uint32))
 
 
 def load_pretrained(name: str = "dncnn", *, boundary: str = "zeros") -> AbstractDenoiser:
@@ -411,28 +500,38 @@ def load_pretrained(name: str = "dncnn", *, boundary: str = "zeros") -> Abstract
     (stated for ``boundary="zeros"``, the training setting). ``boundary`` is
     :class:`DnCNN`'s border handling ("symmetric" helps small crops).
 
+    Args:
+        name: a key of :data:`PRETRAINED`.
+        boundary: "zeros" or "symmetric".
+
     Returns:
         A :class:`DnCNN` (or :class:`GradientStepDenoiser` around one), float32.
 
     Raises:
         ValueError: unknown ``name`` or ``boundary``.
         FileNotFoundError: the weight files are missing from the installation.
+
+    References:
+        Zhang et al., IEEE TIP 2017 (DnCNN); Hurault et al., ICLR 2022 (gradient-step denoiser).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import load_pretrained
+        >>> net = load_pretrained("dncnn")
+        >>> net.depth, net(jnp.full((8, 8, 3), 0.5), 0.05).shape
+        (6, (8, 8, 3))
     """
     info = pretrained_info(name)
+    boundary = check_choice(boundary, "boundary", ("zeros", "symmetric"))
     arch = info["architecture"]
-    # shapes only (no random initialisation to compute): the file supplies every array
+    # a template of shapes only (eqx.filter_eval_shape with an abstract key: nothing is drawn or
+    # initialised); the file supplies every array
     net = eqx.filter_eval_shape(
-        lambda: DnCNN(jax.random.key(0), channels=arch["channels"], features=arch["features"], depth=arch["depth"],
-                      noise_scaled=arch.get("noise_scaled", False), sigma_scale=arch.get("sigma_scale", 1.0),
-                      boundary=boundary))
+        lambda key: DnCNN(key=key, channels=arch["channels"], features=arch["features"], depth=arch["depth"],
+                          noise_scaled=arch.get("noise_scaled", False), sigma_scale=arch.get("sigma_scale", 1.0),
+                          boundary=boundary), _KEY_SHAPE)
     model: AbstractDenoiser = GradientStepDenoiser(net) if arch.get("gradient_step") else net
     path = _WEIGHTS_DIR / PRETRAINED[name][0]
     if not path.exists():
-        raise FileNotFoundError(f"no weights {path}; train with: python -m jaxcore.inverse.train_denoiser")
+        raise FileNotFoundError(f"no weights {path}; train with: python scripts/train_denoiser.py")
     return eqx.tree_deserialise_leaves(path, model)
-
-
-def build(channels: int = 3, features: int = 32, depth: int = 6, *, gradient_step: bool = False, key=None):
-    """A freshly initialised (untrained) DnCNN, optionally wrapped as a gradient-step denoiser."""
-    net = DnCNN(jax.random.key(0) if key is None else key, channels=channels, features=features, depth=depth)
-    return GradientStepDenoiser(net) if gradient_step else net

@@ -7,14 +7,28 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from jaxcore._util import check_bool, check_int, check_scalar, expected
+
 __all__ = ["psnr", "ssim"]
 
 
 def _check_pair(x, ref) -> None:
-    if x.shape != ref.shape:
-        raise ValueError(f"x and ref must have the same shape, got {tuple(x.shape)} and {tuple(ref.shape)}")
-    if x.ndim < 3:
-        raise ValueError(f"images must have shape [..., H, W, C], got shape {tuple(x.shape)}")
+    if np.shape(x) != np.shape(ref):
+        raise ValueError(expected("ref", f"the same shape as x {tuple(np.shape(x))}", f"shape {tuple(np.shape(ref))}",
+                                  raw=True))
+    if np.ndim(x) < 3:
+        raise ValueError(expected("x", "images of shape [..., H, W, C]", f"shape {tuple(np.shape(x))}", raw=True))
+
+
+def _psnr(x, ref, data_range):
+    """PSNR as traced code (the restoration loops track it with this)."""
+    mse = jnp.mean((x - ref) ** 2, axis=(-3, -2, -1))
+    return 10.0 * jnp.log10(data_range**2 / mse)
+
+
+@jax.jit
+def _psnr_program(x, ref, data_range):
+    return _psnr(x, ref, data_range.astype(x.dtype))
 
 
 def psnr(x: Float[Array, "*batch H W C"], ref: Float[Array, "*batch H W C"], data_range: float = 1.0) -> Array:
@@ -31,13 +45,20 @@ def psnr(x: Float[Array, "*batch H W C"], ref: Float[Array, "*batch H W C"], dat
         ``[...]`` PSNR in dB (``inf`` where ``x == ref``).
 
     Raises:
-        ValueError: shape mismatch or fewer than 3 dimensions; ``data_range <= 0``.
+        ValueError: shape mismatch or fewer than 3 dimensions; ``data_range`` not finite and > 0.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import psnr
+        >>> round(float(psnr(jnp.zeros((4, 4, 1)), jnp.full((4, 4, 1), 0.1))), 4)  # MSE 0.01
+        20.0
     """
     _check_pair(x, ref)
-    if not data_range > 0:
-        raise ValueError(f"data_range must be > 0, got {data_range}")
-    mse = jnp.mean((jnp.asarray(x) - jnp.asarray(ref)) ** 2, axis=(-3, -2, -1))
-    return 10.0 * jnp.log10(data_range**2 / mse)
+    data_range = check_scalar(data_range, "data_range", positive=True)
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.result_type(float))
+    return _psnr_program(x, jnp.asarray(ref), jnp.asarray(data_range, x.dtype))
 
 
 def _filter_1d(x: Array, taps: Array, axis: int) -> Array:
@@ -86,19 +107,31 @@ def ssim(
         ``[...]`` mean SSIM.
 
     Raises:
-        ValueError: shapes differ; ``win_size`` even or larger than the image.
+        ValueError: shapes differ; ``win_size`` even, < 3 or larger than the image; ``data_range``,
+            ``sigma`` not finite and > 0.
 
     References:
         Wang, Bovik, Sheikh & Simoncelli, "Image quality assessment: from error
         visibility to structural similarity", IEEE TIP 2004, eq. (13).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import ssim
+        >>> x = jnp.linspace(0, 1, 100).reshape(10, 10, 1)
+        >>> round(float(ssim(x, x)), 6), bool(ssim(x, 1 - x) < 0)
+        (1.0, True)
     """
     _check_pair(x, ref)
+    data_range = check_scalar(data_range, "data_range", positive=True)
+    sigma = check_scalar(sigma, "sigma", positive=True)
+    gaussian_weights = check_bool(gaussian_weights, "gaussian_weights")
     if win_size is None:
         win_size = 2 * int(3.5 * sigma + 0.5) + 1 if gaussian_weights else 7
-    if win_size % 2 != 1 or win_size < 3:
-        raise ValueError(f"win_size must be odd and >= 3, got {win_size}")
+    win_size = check_int(win_size, "win_size", minimum=3)
+    if win_size % 2 != 1:
+        raise ValueError(expected("win_size", "an odd int >= 3", win_size))
     if win_size > min(x.shape[-3], x.shape[-2]):
-        raise ValueError(f"win_size {win_size} exceeds the image side {min(x.shape[-3], x.shape[-2])}")
+        raise ValueError(expected("win_size", f"at most the image side {min(x.shape[-3], x.shape[-2])}", win_size))
     x = jnp.asarray(x)
     ref = jnp.asarray(ref).astype(x.dtype)
     if gaussian_weights:

@@ -18,15 +18,25 @@ Blur kernels: :func:`gaussian_kernel`, :func:`uniform_kernel`, :func:`motion_ker
 from __future__ import annotations
 
 import abc
-import contextlib
 import functools
-import threading
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, PRNGKeyArray
+
+from jaxcore._util import (
+    check_bool,
+    check_int,
+    check_key,
+    check_nonnegative,
+    check_scalar,
+    error_if,
+    expected,
+    is_concrete,
+    is_trusted,
+)
 
 __all__ = [
     "AbstractOperator",
@@ -43,61 +53,43 @@ __all__ = [
 ]
 
 
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
-_TRUSTED = threading.local()
-
-
-@contextlib.contextmanager
-def trusted_values(*values):
-    """While tracing inside this block, jaxcore's run-time argument checks (``eqx.error_if``)
-    skip exactly these traced values (identity, not equality): values the caller has checked
-    once, before a loop. Derived values and the fresh tracers of a jitted callee are still
-    checked, so nothing unchecked is cached or reaches a user's own code.
-
-    On a GPU each run-time check inside a loop body is a conditional whose predicate the host
-    reads at every iteration, which drains the device queue each time.
-    """
-    previous = getattr(_TRUSTED, "values", ())
-    _TRUSTED.values = previous + tuple(v for v in values if isinstance(v, jax.core.Tracer))
-    try:
-        yield
-    finally:
-        _TRUSTED.values = previous
-
-
-def _is_trusted(value) -> bool:
-    return any(value is v for v in getattr(_TRUSTED, "values", ()))
-
-
-def _check_positive(value, name: str):
-    value = jnp.asarray(value)
-    if _is_concrete(value):
-        v = np.asarray(value)
-        if np.any(v < 0) or not np.all(np.isfinite(v)):
-            raise ValueError(f"{name} must be finite and >= 0, got {v}")
+def _check_nonnegative(value, name: str):
+    """``value`` (a noise level or step size) checked finite and >= 0: on the host when concrete, else by one
+    run-time check, skipped for values a caller checked once before a loop (:func:`jaxcore._util.trusted_values`)."""
+    if not isinstance(value, jax.Array):
+        value = jnp.asarray(value)
+    if is_concrete(value):
+        check_nonnegative(value, name)
         return value
-    if _is_trusted(value):
+    if is_trusted(value):
         return value
-    return eqx.error_if(value, jnp.any(value < 0), f"{name} must be >= 0")
+    return error_if(value, jnp.any(~jnp.isfinite(value) | (value < 0)), name, "finite values >= 0")
 
 
 def _check_image_shape(x, shape: tuple[int, ...], name: str, channels: int | None) -> None:
     if x.ndim < 3:
-        raise ValueError(f"{name} must have shape [..., H, W, C], got shape {tuple(x.shape)}")
+        raise ValueError(expected(name, "an image of shape [..., H, W, C]", f"shape {tuple(x.shape)}", raw=True))
     if tuple(x.shape[-3:-1]) != tuple(shape):
-        raise ValueError(f"{name} must have spatial shape (H, W) = {tuple(shape)}, got {tuple(x.shape[-3:-1])}")
+        raise ValueError(expected(name, f"spatial shape (H, W) = {tuple(shape)} (the operator's)",
+                                  f"{tuple(x.shape[-3:-1])}", raw=True))
     if channels is not None and x.shape[-1] != channels:
-        raise ValueError(f"{name} must have {channels} channels (the operator's), got {x.shape[-1]}")
+        raise ValueError(expected(name, f"{channels} channels (the operator's)", f"{x.shape[-1]}", raw=True))
 
 
 class AbstractOperator(eqx.Module):
     """A linear forward model ``A`` acting on images ``[..., H, W, C]``.
 
     Subclasses implement ``__call__``, :meth:`adjoint` and :meth:`data_prox`;
-    :meth:`data_grad` and :meth:`data_fidelity` follow from them.
+    :meth:`data_grad` and :meth:`data_fidelity` follow from them. The methods are plain traced
+    code (no ``jit`` of their own): they are the building blocks of the compiled restoration loops.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import Identity
+        >>> op = Identity()
+        >>> x, y = jnp.full((4, 4, 1), 0.5), jnp.zeros((4, 4, 1))
+        >>> float(op.data_fidelity(x, y, 0.5))  # ||x - y||^2 / (2 sigma_y^2) = 16 * 0.25 / 0.5
+        8.0
     """
 
     @abc.abstractmethod
@@ -109,13 +101,21 @@ class AbstractOperator(eqx.Module):
         """``A^T y``."""
 
     def data_fidelity(self, x, y, sigma_y) -> Array:
-        """``F(x, y) = ||A x - y||^2 / (2 sigma_y^2)`` per image, shape ``[...]``."""
-        sigma_y = _check_positive(sigma_y, "sigma_y")
+        """``F(x, y) = ||A x - y||^2 / (2 sigma_y^2)`` per image, shape ``[...]``.
+
+        Raises:
+            ValueError: ``sigma_y`` not finite and >= 0.
+        """
+        sigma_y = _check_nonnegative(sigma_y, "sigma_y")
         return jnp.sum((self(x) - y) ** 2, axis=(-3, -2, -1)) / (2 * sigma_y**2)
 
     def data_grad(self, x, y, sigma_y) -> Array:
-        """``grad_x F(x, y) = A^T (A x - y) / sigma_y^2``, same shape as ``x``."""
-        sigma_y = _check_positive(sigma_y, "sigma_y")
+        """``grad_x F(x, y) = A^T (A x - y) / sigma_y^2``, same shape as ``x``.
+
+        Raises:
+            ValueError: ``sigma_y`` not finite and >= 0.
+        """
+        sigma_y = _check_nonnegative(sigma_y, "sigma_y")
         return self.adjoint(self(x) - y) / sigma_y**2
 
     @abc.abstractmethod
@@ -128,7 +128,15 @@ class AbstractOperator(eqx.Module):
 
 
 class Identity(AbstractOperator):
-    """``A = I`` (denoising)."""
+    """``A = I`` (denoising).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import Identity
+        >>> z, y = jnp.zeros((2, 2, 1)), jnp.ones((2, 2, 1))
+        >>> float(Identity().data_prox(z, y, 1.0, 1.0)[0, 0, 0])  # (z + r y) / (1 + r), r = 1
+        0.5
+    """
 
     def __call__(self, x):
         return x
@@ -137,7 +145,7 @@ class Identity(AbstractOperator):
         return y
 
     def data_prox(self, z, y, sigma_y, tau):
-        r = _check_positive(tau, "tau") / _check_positive(sigma_y, "sigma_y") ** 2
+        r = _check_nonnegative(tau, "tau") / _check_nonnegative(sigma_y, "sigma_y") ** 2
         return (z + r * y) / (1 + r)
 
 
@@ -158,22 +166,37 @@ class Blur(AbstractOperator):
     data prox is ``F^{-1}[(z_hat + r conj(k_hat) y_hat) / (1 + r |k_hat|^2)]``, ``r = tau / sigma_y^2``.
 
     Attributes:
-        kernel_fft: ``[H, W//2 + 1, 1 or C]`` real-FFT of the centred, zero-padded kernel.
-        kernel: the ``[kh, kw, 1 or C]`` kernel itself (for display and baselines).
+        kernel_fft: ``[H, W//2 + 1, 1 or C]`` real-FFT of the centred, zero-padded kernel (the only
+            array the computation uses).
+        kernel: the ``[kh, kw, 1 or C]`` kernel itself (for display and baselines), or None when built
+            with ``keep_kernel=False``: then blurs of different kernel sizes are pytrees of one
+            structure and shapes, and share one compilation of any program they enter.
         shape: ``(H, W)`` (static).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import Blur, uniform_kernel
+        >>> op = Blur(uniform_kernel(3), (8, 8))
+        >>> x = jnp.zeros((8, 8, 1)).at[4, 4, 0].set(9.0)
+        >>> float(op(x)[3:6, 3:6, 0].sum()), float(op(x)[4, 4, 0])  # a point spread over 3 x 3
+        (9.0, 1.0)
+        >>> Blur(uniform_kernel(3), (8, 8), keep_kernel=False).kernel is None
+        True
     """
 
     kernel_fft: Array
-    kernel: Array
+    kernel: Array | None
     shape: tuple[int, int] = eqx.field(static=True)
 
-    def __init__(self, kernel: Float[Array, "kh kw"] | Float[Array, "kh kw C"], shape: tuple[int, int]):
+    def __init__(self, kernel: Float[Array, "kh kw"] | Float[Array, "kh kw C"], shape: tuple[int, int], *,
+                 keep_kernel: bool = True):
         """Build the operator for images of spatial shape ``shape``.
 
         Args:
             kernel: ``[kh, kw]`` (shared by all channels) or ``[kh, kw, C]``
                 (one per channel); ``kh <= H``, ``kw <= W``. Not renormalised.
             shape: ``(H, W)``.
+            keep_kernel: keep ``kernel`` as an attribute (True) or only its FFT (False).
 
         Raises:
             ValueError: kernel not 2-D/3-D, larger than the image, or not finite.
@@ -182,21 +205,24 @@ class Blur(AbstractOperator):
         if not jnp.issubdtype(kernel.dtype, jnp.floating):
             kernel = kernel.astype(jnp.float32)
         if kernel.ndim not in (2, 3):
-            raise ValueError(f"kernel must have shape [kh, kw] or [kh, kw, C], got shape {tuple(kernel.shape)}")
+            raise ValueError(expected("kernel", "shape [kh, kw] or [kh, kw, C]", f"shape {tuple(kernel.shape)}",
+                                      raw=True))
         shape = tuple(int(s) for s in shape)
         if len(shape) != 2 or kernel.shape[0] > shape[0] or kernel.shape[1] > shape[1]:
-            raise ValueError(f"kernel of shape {tuple(kernel.shape[:2])} must fit in the image shape {shape}")
-        if _is_concrete(kernel) and not np.all(np.isfinite(np.asarray(kernel))):
-            raise ValueError("kernel must be finite")
+            raise ValueError(expected("kernel", f"a kernel that fits in the image shape {shape}",
+                                      f"shape {tuple(kernel.shape[:2])}", raw=True))
+        if is_concrete(kernel) and not np.all(np.isfinite(np.asarray(kernel))):
+            raise ValueError(expected("kernel", "finite values", "a NaN or inf entry", raw=True))
         if kernel.ndim == 2:
             kernel = kernel[..., None]
-        self.kernel = kernel
+        self.kernel = kernel if check_bool(keep_kernel, "keep_kernel") else None
         self.shape = shape
         self.kernel_fft = jnp.fft.rfft2(_embed_kernel(kernel, shape), axes=(0, 1))
 
     @property
     def channels(self) -> int | None:
-        c = self.kernel.shape[-1]
+        """The kernel's channel count C, or None for a kernel shared by all channels."""
+        c = self.kernel_fft.shape[-1]
         return None if c == 1 else c
 
     def _apply(self, x, kfft):
@@ -213,7 +239,7 @@ class Blur(AbstractOperator):
     def data_prox(self, z, y, sigma_y, tau):
         _check_image_shape(z, self.shape, "z", self.channels)
         _check_image_shape(y, self.shape, "y", self.channels)
-        r = _check_positive(tau, "tau") / _check_positive(sigma_y, "sigma_y") ** 2
+        r = _check_nonnegative(tau, "tau") / _check_nonnegative(sigma_y, "sigma_y") ** 2
         r = jnp.asarray(r, z.dtype)
         zf = jnp.fft.rfft2(z, axes=(-3, -2))
         yf = jnp.fft.rfft2(y, axes=(-3, -2))
@@ -232,7 +258,14 @@ class Inpainting(AbstractOperator):
     ``(z + r m y) / (1 + r m)``, ``r = tau / sigma_y^2``, pixelwise.
 
     Attributes:
-        mask: ``[H, W, 1]`` (same mask for all channels) or ``[H, W, C]``, float 0/1.
+        mask: ``[H, W, 1]`` (same mask for all channels) or ``[H, W, C]``, float32 0/1.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.inverse import Inpainting
+        >>> op = Inpainting(jnp.array([[1.0, 0.0], [0.0, 1.0]]))
+        >>> op(jnp.ones((2, 2, 3)))[..., 0].tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
     """
 
     mask: Array
@@ -248,7 +281,7 @@ class Inpainting(AbstractOperator):
         if mask.ndim == 2:
             mask = mask[..., None]
         if mask.ndim != 3:
-            raise ValueError(f"mask must have shape [H, W] or [H, W, C], got shape {tuple(mask.shape)}")
+            raise ValueError(expected("mask", "shape [H, W] or [H, W, C]", f"shape {tuple(mask.shape)}", raw=True))
         self.mask = (mask != 0).astype(jnp.float32)
 
     @property
@@ -269,21 +302,40 @@ class Inpainting(AbstractOperator):
     def data_prox(self, z, y, sigma_y, tau):
         self._check(z, "z")
         self._check(y, "y")
-        r = _check_positive(tau, "tau") / _check_positive(sigma_y, "sigma_y") ** 2
+        r = _check_nonnegative(tau, "tau") / _check_nonnegative(sigma_y, "sigma_y") ** 2
         m = self.mask.astype(z.dtype)
         return (z + r * m * y) / (1 + r * m)
+
+
+def _check_kernel_size(size, name: str = "size", *, odd: bool, minimum: int = 1) -> int:
+    size = check_int(size, name, minimum=minimum)
+    if odd and size % 2 != 1:
+        raise ValueError(expected(name, f"an odd int >= {minimum}", size))
+    return size
 
 
 def gaussian_kernel(size: int, std: float) -> Array:
     """Normalised isotropic Gaussian blur kernel ``[size, size]``, ``k ~ exp(-|u|^2 / (2 std^2))``.
 
+    Args:
+        size: kernel side in pixels, a positive odd int.
+        std: standard deviation in pixels, > 0.
+
+    Returns:
+        ``[size, size]`` float32, non-negative, summing to 1.
+
     Raises:
-        ValueError: ``size`` not a positive odd integer or ``std <= 0``.
+        TypeError: ``size`` not an int.
+        ValueError: ``size`` not positive and odd, or ``std`` not finite and > 0.
+
+    Examples:
+        >>> from jaxcore.inverse import gaussian_kernel
+        >>> k = gaussian_kernel(5, 1.0)
+        >>> k.shape, round(float(k.sum()), 6), bool(k[2, 2] == k.max())
+        ((5, 5), 1.0, True)
     """
-    if not (isinstance(size, (int, np.integer)) and size > 0 and size % 2 == 1):
-        raise ValueError(f"size must be a positive odd integer, got {size!r}")
-    if not std > 0:
-        raise ValueError(f"std must be > 0, got {std}")
+    size = _check_kernel_size(size, odd=True)
+    std = check_scalar(std, "std", positive=True)
     t = np.arange(size) - size // 2
     g = np.exp(-0.5 * (t[:, None] ** 2 + t[None, :] ** 2) / std**2)
     return jnp.asarray(g / g.sum(), jnp.float32)
@@ -292,51 +344,70 @@ def gaussian_kernel(size: int, std: float) -> Array:
 def uniform_kernel(size: int) -> Array:
     """Normalised box (uniform) blur kernel ``[size, size]`` with entries ``1/size^2``.
 
+    Args:
+        size: kernel side in pixels, a positive int.
+
+    Returns:
+        ``[size, size]`` float32.
+
     Raises:
-        ValueError: ``size`` not a positive integer.
+        TypeError: ``size`` not an int.
+        ValueError: ``size < 1``.
+
+    Examples:
+        >>> from jaxcore.inverse import uniform_kernel
+        >>> float(uniform_kernel(3)[0, 0]) == 1 / 9
+        True
     """
-    if not (isinstance(size, (int, np.integer)) and size > 0):
-        raise ValueError(f"size must be a positive integer, got {size!r}")
+    size = _check_kernel_size(size, odd=False)
     return jnp.full((size, size), 1.0 / size**2, jnp.float32)
 
 
-def motion_kernel(key, size: int = 25, *, n_steps: int = 200, intensity: float = 0.5) -> Array:
+def motion_kernel(key: PRNGKeyArray, size: int = 25, *, num_steps: int = 200, intensity: float = 0.5) -> Array:
     """A random camera-shake (motion) blur kernel ``[size, size]``, normalised.
 
-    A 2-D trajectory of ``n_steps`` points with random-walk velocity
+    A 2-D trajectory of ``num_steps`` points with random-walk velocity
     ``v_{t+1} = (1 - intensity/2) v_t + intensity g_t`` (``g_t ~ N(0, I)``, unit
     steps) is centred, scaled into the ``size x size`` box and splatted with
     bilinear weights; the result is normalised to sum 1.
 
     Args:
         key: PRNG key.
-        size: kernel side (odd).
-        n_steps: trajectory samples (static).
+        size: kernel side in pixels (odd, >= 3).
+        num_steps: trajectory points (static: one compilation per value).
         intensity: in (0, 1]; larger gives more erratic trajectories.
 
     Returns:
         ``[size, size]`` float32 kernel, non-negative, summing to 1.
 
     Raises:
-        ValueError: ``size`` not a positive odd integer, ``intensity`` outside (0, 1].
+        TypeError: ``key`` not a PRNG key; ``size`` or ``num_steps`` not an int.
+        ValueError: ``size`` not an odd int >= 3, ``num_steps < 1``, ``intensity`` outside (0, 1].
 
     References:
         Boracchi & Foi, "Modeling the performance of image restoration from
         motion blur", IEEE TIP 2012 (random-trajectory camera shake).
+
+    Examples:
+        >>> import jax
+        >>> from jaxcore.inverse import motion_kernel
+        >>> k = motion_kernel(jax.random.key(0), 9, num_steps=50)
+        >>> k.shape, round(float(k.sum()), 5), bool((k >= 0).all())
+        ((9, 9), 1.0, True)
     """
-    if not (isinstance(size, (int, np.integer)) and size >= 3 and size % 2 == 1):
-        raise ValueError(f"size must be an odd integer >= 3, got {size!r}")
-    if not 0 < intensity <= 1:
-        raise ValueError(f"intensity must be in (0, 1], got {intensity}")
-    return _motion_kernel(key, jnp.float32(intensity), size=int(size), n_steps=int(n_steps))
+    key = check_key(key)
+    size = _check_kernel_size(size, odd=True, minimum=3)
+    num_steps = check_int(num_steps, "num_steps", minimum=1)
+    intensity = check_scalar(intensity, "intensity", low=0.0, high=1.0, low_open=True)
+    return _motion_kernel(key, jnp.float32(intensity), size=size, num_steps=num_steps)
 
 
-@functools.partial(jax.jit, static_argnames=("size", "n_steps"))
-def _motion_kernel(key, intensity, *, size: int, n_steps: int) -> Array:
-    """:func:`motion_kernel` as one compiled program per ``(size, n_steps)``."""
+@functools.partial(jax.jit, static_argnames=("size", "num_steps"))
+def _motion_kernel(key, intensity, *, size: int, num_steps: int) -> Array:
+    """:func:`motion_kernel` as one compiled program per ``(size, num_steps)``."""
     k0, k1 = jax.random.split(key)
-    v0 = standard_normal(k0, (2,))
-    g = standard_normal(k1, (n_steps, 2))
+    v0 = _normal(k0, (2,))
+    g = _normal(k1, (num_steps, 2))
 
     def step(carry, gt):
         p, v = carry
@@ -358,7 +429,7 @@ def _motion_kernel(key, intensity, *, size: int, n_steps: int) -> Array:
     return (k / jnp.sum(k)).astype(jnp.float32)
 
 
-def random_mask(key, shape: tuple[int, int], missing: float = 0.5, *, channels: int = 1) -> Array:
+def random_mask(key: PRNGKeyArray, shape: tuple[int, int], missing: float = 0.5, *, channels: int = 1) -> Array:
     """A random inpainting mask: each pixel missing (0) with probability ``missing``.
 
     Args:
@@ -371,27 +442,47 @@ def random_mask(key, shape: tuple[int, int], missing: float = 0.5, *, channels: 
         ``[H, W, channels]`` float32 of 0/1 (1 = observed).
 
     Raises:
-        ValueError: ``missing`` outside [0, 1].
+        TypeError: ``key`` not a PRNG key.
+        ValueError: ``missing`` outside [0, 1]; ``channels < 1``.
+
+    Examples:
+        >>> import jax
+        >>> from jaxcore.inverse import random_mask
+        >>> m = random_mask(jax.random.key(0), (100, 100), 0.25)
+        >>> m.shape, abs(float(m.mean()) - 0.75) < 0.02
+        ((100, 100, 1), True)
     """
-    if not 0 <= missing <= 1:
-        raise ValueError(f"missing must be in [0, 1], got {missing}")
+    key = check_key(key)
+    missing = check_scalar(missing, "missing", low=0.0, high=1.0)
+    shape = tuple(check_int(s, "shape", minimum=1) for s in shape)
+    channels = check_int(channels, "channels", minimum=1)
+    return _random_mask(key, jnp.float32(missing), shape=shape, channels=channels)
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "channels"))
+def _random_mask(key, missing, *, shape, channels):
     with jax.threefry_partitionable(False):  # as standard_normal: ~5x cheaper to compile on CPU
         u = jax.random.uniform(key, tuple(shape) + (channels,))
     return (u >= missing).astype(jnp.float32)
 
 
 def _check_unit_range(x, name: str):
-    if _is_concrete(x):
+    if is_concrete(x):
         v = np.asarray(x)
-        if v.size and (v.min() < 0 or v.max() > 1):
-            raise ValueError(
-                f"{name} must lie in [0, 1] when clip=False, got values in [{v.min():.4g}, {v.max():.4g}]"
-            )
+        if v.size and not (v.min() >= 0 and v.max() <= 1):
+            raise ValueError(expected(name, "values in [0, 1] (or clip=True)",
+                                      f"values in [{v.min():.4g}, {v.max():.4g}]", raw=True))
         return x
-    return eqx.error_if(x, jnp.any((x < 0) | (x > 1)), f"{name} must lie in [0, 1] when clip=False")
+    return error_if(x, jnp.any(~((x >= 0) & (x <= 1))), name, "values in [0, 1] (or clip=True)")
 
 
-def standard_normal(key, shape: tuple[int, ...], dtype=jnp.float32) -> Array:
+def _normal(key, shape, dtype=jnp.float32) -> Array:
+    """:func:`standard_normal` as traced code (the restoration loops draw with it)."""
+    with jax.threefry_partitionable(False):
+        return jax.random.normal(key, shape, dtype)
+
+
+def standard_normal(key: PRNGKeyArray, shape: tuple[int, ...], dtype=jnp.float32) -> Array:
     """``N(0, I)`` noise of ``shape``: the noise source of this package's restoration loops.
 
     ``jax.random.normal`` under the non-partitionable threefry lowering, whatever the
@@ -403,28 +494,66 @@ def standard_normal(key, shape: tuple[int, ...], dtype=jnp.float32) -> Array:
 
     Args:
         key: PRNG key (threefry).
-        shape: output shape.
+        shape: output shape (static).
         dtype: float dtype.
 
     Returns:
         ``shape`` array of standard normal draws.
-    """
-    with jax.threefry_partitionable(False):
-        return jax.random.normal(key, shape, dtype)
-
-
-def add_gaussian_noise(key, x: Float[Array, "*batch H W C"], sigma) -> Array:
-    """``x + sigma n`` with ``n ~ N(0, I)`` of ``x``'s shape and dtype (drawn by :func:`standard_normal`).
 
     Raises:
-        ValueError: ``sigma < 0``.
+        TypeError: ``key`` not a PRNG key.
+
+    Examples:
+        >>> import jax
+        >>> from jaxcore.inverse import standard_normal
+        >>> z = standard_normal(jax.random.key(0), (2, 3))
+        >>> z.shape, z.dtype, bool((z == standard_normal(jax.random.key(0), (2, 3))).all())
+        ((2, 3), dtype('float32'), True)
     """
-    sigma = _check_positive(sigma, "sigma")
-    return x + jnp.asarray(sigma, x.dtype) * standard_normal(key, x.shape, x.dtype)
+    key = check_key(key)
+    return _standard_normal(key, shape=tuple(int(s) for s in shape), dtype=jnp.dtype(dtype))
 
 
-def degrade(key, x: Float[Array, "*batch H W C"], operator: AbstractOperator, sigma_y, *, clip: bool = False):
-    """Simulate an observation ``y = A x + sigma_y n`` of a clean image.
+@functools.partial(jax.jit, static_argnames=("shape", "dtype"))
+def _standard_normal(key, *, shape, dtype):
+    return _normal(key, shape, dtype)
+
+
+def add_gaussian_noise(key: PRNGKeyArray, x: Float[Array, "*batch H W C"], sigma) -> Array:
+    """``x + sigma n`` with ``n ~ N(0, I)`` of ``x``'s shape and dtype (drawn by :func:`standard_normal`).
+
+    Args:
+        key: PRNG key of the noise.
+        x: any float array (images ``[..., H, W, C]``).
+        sigma: noise standard deviation (pixel units of a [0, 1] image), >= 0.
+
+    Returns:
+        An array of ``x``'s shape and dtype.
+
+    Raises:
+        TypeError: ``key`` not a PRNG key.
+        ValueError: ``sigma`` not finite and >= 0.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.inverse import add_gaussian_noise
+        >>> y = add_gaussian_noise(jax.random.key(0), jnp.zeros((64, 64, 1)), 0.1)
+        >>> round(float(y.std()), 1)
+        0.1
+    """
+    key = check_key(key)
+    sigma = _check_nonnegative(sigma, "sigma")
+    return _add_gaussian_noise(key, jnp.asarray(x), sigma)
+
+
+@jax.jit
+def _add_gaussian_noise(key, x, sigma):
+    return x + jnp.asarray(sigma, x.dtype) * _normal(key, x.shape, x.dtype)
+
+
+def degrade(key: PRNGKeyArray, x: Float[Array, "*batch H W C"], operator: AbstractOperator, sigma_y, *,
+            clip: bool = False) -> Array:
+    """Simulate an observation ``y = A x + sigma_y n``, ``n ~ N(0, I)``, of a clean image.
 
     Args:
         key: PRNG key of the noise.
@@ -434,13 +563,35 @@ def degrade(key, x: Float[Array, "*batch H W C"], operator: AbstractOperator, si
         clip: clip ``x`` to [0, 1] first; if False, ``x`` outside [0, 1] is an error.
 
     Returns:
-        ``y`` with ``x``'s shape.
+        ``y`` with ``x``'s shape and dtype.
 
     Raises:
-        ValueError: ``x`` outside [0, 1] with ``clip=False``; ``sigma_y < 0``; shape
-            or channel mismatch with ``operator``.
+        TypeError: ``key`` not a PRNG key.
+        ValueError: ``x`` outside [0, 1] with ``clip=False`` (under ``jit``: equinox's run-time
+            error); ``sigma_y`` not finite and >= 0; shape or channel mismatch with ``operator``.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.inverse import Blur, degrade, uniform_kernel
+        >>> x = jnp.full((8, 8, 1), 0.5)
+        >>> y = degrade(jax.random.key(0), x, Blur(uniform_kernel(3), (8, 8)), 0.0)
+        >>> bool(jnp.allclose(y, 0.5, atol=1e-6))
+        True
     """
-    sigma_y = _check_positive(sigma_y, "sigma_y")
+    key = check_key(key)
+    if not isinstance(operator, AbstractOperator):
+        raise TypeError(expected("operator", "an AbstractOperator", type(operator).__name__, raw=True))
+    sigma_y = _check_nonnegative(sigma_y, "sigma_y")
     x = jnp.asarray(x)
-    x = jnp.clip(x, 0.0, 1.0) if clip else _check_unit_range(x, "x")
-    return add_gaussian_noise(key, operator(x), sigma_y)
+    clip = check_bool(clip, "clip")
+    if not clip:
+        x = _check_unit_range(x, "x")
+    return _degrade(key, x, operator, sigma_y, clip)
+
+
+@eqx.filter_jit
+def _degrade(key, x, operator, sigma_y, clip):
+    if clip:
+        x = jnp.clip(x, 0.0, 1.0)
+    ax = operator(x)
+    return ax + jnp.asarray(sigma_y, ax.dtype) * _normal(key, ax.shape, ax.dtype)
