@@ -231,8 +231,8 @@ def pad_atoms(sample: HierarchicalSample | Any, num_atoms: int) -> HierarchicalS
 
     Returns:
         :class:`HierarchicalSample` with atoms ``[n, num_atoms(, d)]`` and weights
-        ``[n, num_atoms]`` (the sample itself when ``num_atoms == m``; otherwise
-        ``uniform=False``).
+        ``[n, num_atoms]`` (the validated sample unchanged when ``num_atoms == m``;
+        otherwise ``uniform=False``).
 
     Raises:
         ValueError / TypeError: an invalid sample, or ``num_atoms`` not an int ``>= m``.

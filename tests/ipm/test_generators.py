@@ -9,7 +9,7 @@ from jaxcore.ipm import (
     dirichlet_process_finite,
     dirichlet_process_stick_breaking,
     dirichlet_process_urn,
-    dp_approximation_bounds,
+    dirichlet_process_approximation_bounds,
     hierarchical_gaussian,
     uniform_base,
     uniform_mixture_base,
@@ -70,7 +70,7 @@ def test_dp_bounds_hold_for_coupled_approximations():
     N_sb = 8
     wt = jnp.concatenate([w[:, : N_sb - 1], w[:, N_sb - 1 :].sum(1, keepdims=True)], axis=1)
     err_sb = np.asarray(w1(x[:, :N_sb], x, wt, w))
-    bound_sb = dp_approximation_bounds(alpha, N_sb)["stick_breaking"]
+    bound_sb = dirichlet_process_approximation_bounds(alpha, N_sb)["stick_breaking"]
     assert err_sb.mean() <= bound_sb + 3 * err_sb.std() / np.sqrt(n)
     assert err_sb.mean() > 0.2 * bound_sb
     # urn = N iid draws from P: sample atoms of P by their weights
@@ -79,7 +79,7 @@ def test_dp_bounds_hold_for_coupled_approximations():
     )
     draws = jnp.take_along_axis(x, idx, axis=1)
     err_urn = np.asarray(w1(draws, x, jnp.full((n, N), 1.0 / N), w))
-    bound_urn = dp_approximation_bounds(alpha, N)["urn"]
+    bound_urn = dirichlet_process_approximation_bounds(alpha, N)["urn"]
     assert err_urn.mean() <= bound_urn + 3 * err_urn.std() / np.sqrt(n)
     assert err_urn.mean() > 0.3 * bound_urn  # the bound is of the right order
     # finite Dirichlet = DP(alpha, H_N), H_N the empirical measure of N iid U[0, 1] atoms: same sticks, atoms
@@ -87,20 +87,20 @@ def test_dp_bounds_hold_for_coupled_approximations():
     hx = jnp.sort(jax.random.uniform(jax.random.fold_in(key_draw, 1), (n, N)), axis=1)
     k = jnp.clip(jnp.ceil(x * N).astype(jnp.int32) - 1, 0, N - 1)
     err_fd = np.asarray(w1(x, jnp.take_along_axis(hx, k, axis=1), w, w))
-    bound_fd = dp_approximation_bounds(alpha, N)["finite"]
+    bound_fd = dirichlet_process_approximation_bounds(alpha, N)["finite"]
     assert err_fd.mean() <= bound_fd + 3 * err_fd.std() / np.sqrt(n)
     assert err_fd.mean() > 0.3 * bound_fd
 
 
 def test_bounds_formulae():
-    b = dp_approximation_bounds(1.0, np.array([1, 4, 100]))
+    b = dirichlet_process_approximation_bounds(1.0, np.array([1, 4, 100]))
     np.testing.assert_allclose(b["finite"], np.pi / 8 / np.sqrt([1, 4, 100]))
     np.testing.assert_allclose(b["urn"], np.sqrt(0.5) * np.pi / 8 / np.sqrt([1, 4, 100]))
     np.testing.assert_allclose(b["stick_breaking"], 0.5 ** np.array([1, 4, 100]) / 3)
-    with pytest.raises(ValueError, match="alpha"):
-        dp_approximation_bounds(0.0, 3)
-    with pytest.raises(ValueError, match="num_atoms"):
-        dp_approximation_bounds(1.0, [3, 0])
+    with pytest.raises(ValueError, match="alpha: expected a finite number > 0, got 0.0"):
+        dirichlet_process_approximation_bounds(0.0, 3)
+    with pytest.raises(ValueError, match="num_atoms: expected values N >= 1"):
+        dirichlet_process_approximation_bounds(1.0, [3, 0])
 
 
 def test_uniform_mixture_base_support_and_weights():
@@ -121,13 +121,39 @@ def test_hierarchical_gaussian_moments():
 
 
 def test_generator_validation():
-    with pytest.raises(ValueError, match="alpha"):
+    with pytest.raises(ValueError, match="alpha: expected a finite number > 0, got 0.0"):
         dirichlet_process_urn(jax.random.key(0), BASE, 0.0, 2, 3)
-    with pytest.raises(ValueError, match="num_atoms"):
+    with pytest.raises(ValueError, match="num_atoms: expected an int >= 1, got 0"):
         dirichlet_process_stick_breaking(jax.random.key(0), BASE, 1.0, 2, 0)
-    with pytest.raises(ValueError, match="low < high"):
+    with pytest.raises(ValueError, match=r"high: expected a number in \(1, inf\), got 0.0"):
         uniform_base(1.0, 0.0)
-    with pytest.raises(ValueError, match="sum to one"):
+    with pytest.raises(ValueError, match="probs: expected non-negative probabilities that sum to one"):
         uniform_mixture_base([(0, 1), (2, 3)], [0.5, 0.6])
-    with pytest.raises(ValueError, match="m must be a positive"):
+    with pytest.raises(ValueError, match="num_atoms: expected an int >= 1, got 0"):
         hierarchical_gaussian(jax.random.key(0), 2, 0)
+    for gen in GENS:  # keys first and required: an int is not a key
+        with pytest.raises(TypeError, match=r"key: expected a jax.random.key\(...\) array, got int"):
+            gen(0, BASE, 1.0, 2, 3)
+    with pytest.raises(TypeError, match="key: expected"):
+        hierarchical_gaussian(0, 2, 3)
+    with pytest.raises(TypeError, match="num_measures: expected an int"):
+        dirichlet_process_finite(jax.random.key(0), BASE, 1.0, 2.0, 3)
+
+
+def test_second_call_with_same_shapes_does_not_recompile():
+    from jaxcore.ipm import generators as generators_module
+
+    programs = [
+        (generators_module._urn_jit, dirichlet_process_urn),
+        (generators_module._finite_jit, dirichlet_process_finite),
+        (generators_module._stick_jit, dirichlet_process_stick_breaking),
+    ]
+    for program, gen in programs:
+        gen(jax.random.key(0), BASE, 1.0, 3, 4)
+        size = program._cache_size()
+        gen(jax.random.key(1), BASE, 2.5, 3, 4)  # another key and concentration: same program
+        assert program._cache_size() == size, gen.__name__
+    hierarchical_gaussian(jax.random.key(0), 3, 4, scale=2.0)
+    size = generators_module._gaussian_jit._cache_size()
+    hierarchical_gaussian(jax.random.key(1), 3, 4, mean=1.0, scale=0.5)
+    assert generators_module._gaussian_jit._cache_size() == size

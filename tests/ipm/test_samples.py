@@ -4,8 +4,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from jaxcore.ipm import HierarchicalSample, from_groups, hierarchical_sample
+from jaxcore.ipm import HierarchicalSample, dlip, from_groups, hierarchical_sample, pad_atoms, wow
 
 
 def test_uniform_default_and_flag():
@@ -36,11 +38,11 @@ def test_means_and_dims():
         (np.zeros((2, 3, 4, 5)), None, {}, ValueError, "shape \\[n, m\\]"),
         (np.zeros((0, 3)), None, {}, ValueError, "non-empty"),
         ("abc", None, {}, TypeError, "array"),
-        (np.zeros((2, 3), bool), None, {}, TypeError, "real numbers"),
+        (np.zeros((2, 3), bool), None, {}, TypeError, "real-valued atoms"),
         (np.array([[0.0, np.nan]]), None, {}, ValueError, "finite"),
-        (np.zeros((2, 3)), np.full((2, 4), 0.25), {}, ValueError, "weights must have shape"),
+        (np.zeros((2, 3)), np.full((2, 4), 0.25), {}, ValueError, "weights of shape"),
         (np.zeros((2, 2)), np.array([[1.5, -0.5], [0.5, 0.5]]), {}, ValueError, "non-negative"),
-        (np.zeros((2, 2)), np.array([[0.6, 0.6], [0.5, 0.5]]), {}, ValueError, "sum to one, row 0 sums to 1.2"),
+        (np.zeros((2, 2)), np.array([[0.6, 0.6], [0.5, 0.5]]), {}, ValueError, "sum to one, got row 0 sums to 1.2"),
         (np.array([[0.0, 2.0]]), None, {"interval": (0.0, 1.0)}, ValueError, "lie in the interval"),
         (np.zeros((2, 2)), None, {"interval": (1.0, 0.0)}, ValueError, "a < b"),
         (np.zeros((2, 2, 3)), None, {"max_dim": 1}, ValueError, "d <= 1"),
@@ -74,3 +76,37 @@ def test_from_groups_pads_with_zero_weights():
     np.testing.assert_allclose(s.weights[0], [0.5, 0.5, 0.0])
     with pytest.raises(ValueError, match="same length"):
         from_groups(values, groups[:3])
+
+
+def test_pad_atoms_keeps_the_measures(x64):
+    rng = np.random.default_rng(5)
+    x, y = rng.random((4, 3)), rng.random((5, 6))
+    px = pad_atoms(x, 6)
+    assert px.atoms.shape == (4, 6) and not px.uniform
+    np.testing.assert_allclose(px.weights.sum(1), 1.0)
+    np.testing.assert_allclose(px.atoms[:, 3:], np.repeat(x[:, :1], 3, axis=1))
+    np.testing.assert_allclose(px.means(), x.mean(1), rtol=1e-12)
+    kw = dict(interval=(0.0, 1.0), num_grid=12, num_starts=2)
+    np.testing.assert_allclose(dlip(px, y, **kw).value, dlip(x, y, **kw).value, rtol=1e-9)
+    np.testing.assert_allclose(wow(px, y).value, wow(x, y).value, rtol=1e-9)
+    s = hierarchical_sample(x)
+    same = pad_atoms(s, 3)
+    assert same.uniform and np.array_equal(same.atoms, s.atoms) and np.array_equal(same.weights, s.weights)
+    with pytest.raises(ValueError, match="num_atoms: expected an int >= 3, got 2"):
+        pad_atoms(x, 2)
+
+
+@settings(max_examples=12)
+@given(st.floats(-10, 10, width=32), st.floats(-10, 10, width=32))
+def test_property_interval_validation(a, b):
+    """An interval (a, b) is accepted exactly when a < b; atoms inside it pass, atoms outside fail."""
+    atoms = np.array([[0.0, 0.0]])
+    inside = a <= 0.0 <= b
+    if not a < b:
+        with pytest.raises(ValueError, match="interval: expected a finite interval"):
+            hierarchical_sample(atoms, interval=(a, b))
+    elif inside:
+        assert hierarchical_sample(atoms, interval=(a, b)).n == 1
+    else:
+        with pytest.raises(ValueError, match="sample: expected atoms that lie in the interval"):
+            hierarchical_sample(atoms, interval=(a, b))

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcore.ipm import dlip, lower_bound, permutation_test, wow
+from jaxcore.ipm import dlip, lower_bound, pad_atoms, permutation_test, pool, wow
 
 
 @pytest.mark.parametrize("statistic", ["lower_bound", "wow", "dlip"])
@@ -14,7 +14,8 @@ def test_statistic_and_null_match_direct_computation(x64, statistic):
     x = jnp.asarray(rng.random((6, 5)))
     y = jnp.asarray(rng.random((4, 5)) ** 2)
     key = jax.random.key(1)
-    kw = dict(statistic=statistic, num_permutations=5, interval=(0.0, 1.0), num_grid=20, num_starts=2)
+    kw = dict(statistic=statistic, num_permutations=5, interval=(0.0, 1.0), num_grid=20, num_starts=2,
+              max_steps=200)
     res = permutation_test(key, x, y, **kw)
     pooled = jnp.concatenate([x, y])
     perms = jax.vmap(lambda k: jax.random.permutation(k, 10))(jax.random.split(key, 5))
@@ -23,8 +24,8 @@ def test_statistic_and_null_match_direct_computation(x64, statistic):
         if statistic == "lower_bound":
             return lower_bound(a, b)
         if statistic == "wow":
-            return wow(a, b, 1.0)
-        return dlip(a, b, 0.0, 1.0, num_grid=20, num_starts=2, max_steps=200).value
+            return wow(a, b, 1.0).value
+        return dlip(a, b, interval=(0.0, 1.0), num_grid=20, num_starts=2, max_steps=200).value
 
     np.testing.assert_allclose(res.statistic, direct(x, y), rtol=1e-9)
     # d_lip is a local ascent: rounding-level differences in the features (computed once on the
@@ -42,20 +43,45 @@ def test_identical_samples_give_p_one_and_shifted_give_min_p():
     res = permutation_test(jax.random.key(0), x, x, statistic="wow", num_permutations=20)
     assert float(res.statistic) == 0.0 and float(res.p_value) == 1.0
     res = permutation_test(jax.random.key(0), x, x + 0.5, statistic="dlip", num_permutations=19,
-                           interval=(0.0, 1.0), num_grid=20)
+                           interval=(0.0, 1.0), num_grid=20, num_starts=3, max_steps=200)
     assert float(res.statistic) == pytest.approx(0.5, rel=1e-5)
     assert float(res.p_value) == pytest.approx(1 / 20)
 
 
 def test_validation_errors():
     x = np.zeros((3, 4))
-    with pytest.raises(ValueError, match="statistic must be"):
+    with pytest.raises(ValueError, match="statistic: expected one of 'dlip', 'wow', 'lower_bound', got 'mmd'"):
         permutation_test(jax.random.key(0), x, x, statistic="mmd")
-    with pytest.raises(ValueError, match="needs interval"):
+    with pytest.raises(ValueError, match="interval: expected .*statistic='dlip' needs it"):
         permutation_test(jax.random.key(0), x, x, statistic="dlip")
     with pytest.raises(ValueError, match="num_permutations"):
         permutation_test(jax.random.key(0), x, x, statistic="wow", num_permutations=0)
-    with pytest.raises(TypeError, match="num_grid must be a Python int"):
+    with pytest.raises(TypeError, match="num_grid: expected an int"):
         permutation_test(jax.random.key(0), x, x, statistic="dlip", interval=(0.0, 1.0), num_grid=2.5)
-    with pytest.raises(ValueError, match="num_starts must be >= 1"):
+    with pytest.raises(ValueError, match="num_starts: expected an int >= 1"):
         permutation_test(jax.random.key(0), x, x, statistic="dlip", interval=(0.0, 1.0), num_starts=0)
+    with pytest.raises(TypeError, match=r"key: expected a jax.random.key\(...\) array, got int"):
+        permutation_test(0, x, x, statistic="wow")
+
+
+def test_pool_stacks_and_pads(x64):
+    rng = np.random.default_rng(3)
+    x, y = rng.random((3, 4)), rng.random((2, 6))
+    s = pool(x, y)
+    assert s.atoms.shape == (5, 6) and not s.uniform
+    np.testing.assert_allclose(s.means(), np.concatenate([x.mean(1), y.mean(1)]), rtol=1e-12)
+    np.testing.assert_allclose(s.weights[:3, 4:], 0.0)
+    np.testing.assert_allclose(s.atoms[:2], pad_atoms(x, 6).atoms[:2])
+    with pytest.raises(ValueError, match="sample1, sample2: expected measures in the same dimension"):
+        pool(np.zeros((2, 3, 2)), np.zeros((2, 3)))
+
+
+def test_second_call_with_same_shapes_does_not_recompile():
+    from jaxcore.ipm import two_sample as two_sample_module
+
+    x = np.random.default_rng(4).random((4, 5)).astype(np.float32)
+    program = two_sample_module._permutation_core
+    permutation_test(jax.random.key(0), x, x ** 2, statistic="lower_bound", num_permutations=5)
+    size = program._cache_size()
+    permutation_test(jax.random.key(1), x ** 3, x, statistic="lower_bound", num_permutations=5)
+    assert program._cache_size() == size

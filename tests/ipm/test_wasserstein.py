@@ -1,4 +1,4 @@
-"""Tests of jaxcore.ipm.wow: exact 1-D W_p, inner cost matrices, WoW_p against POT/SciPy oracles."""
+"""Tests of jaxcore.ipm.wasserstein: exact 1-D W_p, inner cost matrices, WoW_p against POT/SciPy oracles."""
 
 import jax
 import jax.numpy as jnp
@@ -54,14 +54,14 @@ def test_inner_costs_and_wow_match_pot(x64, p):
     rng = np.random.default_rng(1)
     x, y = rng.random((6, 9)), rng.random((6, 9)) ** 2
     np.testing.assert_allclose(inner_cost_matrix(x, y, p), _pot_cost(x, y, p=p), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(wow(x, y, p), _pot_wow(x, y, p=p), rtol=1e-9)
+    np.testing.assert_allclose(wow(x, y, p).value, _pot_wow(x, y, p=p), rtol=1e-9)
     # weighted, different n and m per side: merged quantiles + exact LP
     wx = rng.random((6, 9))
     wx /= wx.sum(1, keepdims=True)
     z = rng.random((4, 5))
     s1 = hierarchical_sample(x, wx)
     np.testing.assert_allclose(inner_cost_matrix(s1, z, p), _pot_cost(x, z, wx, None, p), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(wow(s1, z, p), _pot_wow(x, z, wx, None, p), rtol=1e-9)
+    np.testing.assert_allclose(wow(s1, z, p).value, _pot_wow(x, z, wx, None, p), rtol=1e-9)
 
 
 def test_deterministic_measures_give_inner_distance(x64):
@@ -70,36 +70,36 @@ def test_deterministic_measures_give_inner_distance(x64):
     p1, p2 = rng.normal(size=8), rng.normal(size=8) * 2
     x, y = np.tile(p1, (5, 1)), np.tile(p2, (7, 1))
     for p in (1.0, 2.0, 3.0):
-        np.testing.assert_allclose(wow(x, y, p), wasserstein_1d(p1, p2, p=p), rtol=1e-10)
+        np.testing.assert_allclose(wow(x, y, p).value, wasserstein_1d(p1, p2, p=p), rtol=1e-10)
 
 
 def test_dirac_valued_measures_give_w1_of_atoms(x64):
     rng = np.random.default_rng(3)
     a, b = rng.normal(size=9), rng.normal(size=9) + 1
-    np.testing.assert_allclose(wow(a[:, None], b[:, None], 1.0), scipy.stats.wasserstein_distance(a, b), rtol=1e-10)
-    np.testing.assert_allclose(wow(a[:, None], b[:5, None], 1.0), scipy.stats.wasserstein_distance(a, b[:5]), rtol=1e-9)
+    np.testing.assert_allclose(wow(a[:, None], b[:, None], 1.0).value, scipy.stats.wasserstein_distance(a, b), rtol=1e-10)
+    np.testing.assert_allclose(wow(a[:, None], b[:5, None], 1.0).value, scipy.stats.wasserstein_distance(a, b[:5]), rtol=1e-9)
 
 
 @pytest.mark.parametrize("c", [-0.7, 0.25])
 def test_translation_gives_abs_c(x64, c):
     x = np.random.default_rng(4).random((10, 6))
     for p in (1.0, 2.0):
-        np.testing.assert_allclose(wow(x, x + c, p), abs(c), rtol=1e-10)
+        np.testing.assert_allclose(wow(x, x + c, p).value, abs(c), rtol=1e-10)
 
 
 def test_ordering_wow1_le_wowp(x64):
     rng = np.random.default_rng(5)
     for _ in range(5):
         x, y = rng.normal(size=(8, 6)), rng.normal(size=(8, 6)) * 1.5
-        w1, w2, w3 = (float(wow(x, y, p)) for p in (1.0, 2.0, 3.0))
+        w1, w2, w3 = (float(wow(x, y, p).value) for p in (1.0, 2.0, 3.0))
         assert w1 <= w2 + 1e-12 <= w3 + 2e-12
 
 
 def test_sinkhorn_options_approach_exact(x64):
     rng = np.random.default_rng(6)
     x, y = rng.random((6, 8)), rng.random((6, 8)) * 0.5
-    exact = float(wow(x, y, 2.0))
-    ent = float(wow(x, y, 2.0, outer="sinkhorn", outer_epsilon=1e-3))
+    exact = float(wow(x, y, 2.0).value)
+    ent = float(wow(x, y, 2.0, outer="sinkhorn", outer_epsilon=1e-3).value)
     assert abs(ent - exact) <= 0.02 * exact
     # 2-D measures: entropic inner cost vs the exact assignment (equal m, uniform weights)
     from scipy.optimize import linear_sum_assignment
@@ -125,7 +125,7 @@ def test_jit_and_vmap_over_pairs():
     rng = np.random.default_rng(8)
     xs = jnp.asarray(rng.random((3, 5, 7)), jnp.float32)
     ys = jnp.asarray(rng.random((3, 5, 7)), jnp.float32)
-    batched = jax.jit(jax.vmap(lambda x, y: wow(x, y, 1.0)))(xs, ys)
+    batched = jax.jit(jax.vmap(lambda x, y: wow(x, y, 1.0).value))(xs, ys)
     for k in range(3):
         np.testing.assert_allclose(batched[k], _pot_wow(np.asarray(xs[k], np.float64), np.asarray(ys[k], np.float64)),
                                    rtol=1e-5)
@@ -133,21 +133,21 @@ def test_jit_and_vmap_over_pairs():
 
 def test_validation_errors():
     x = np.zeros((3, 4))
-    with pytest.raises(ValueError, match="p must be a finite number >= 1"):
+    with pytest.raises(ValueError, match=r"p: expected a number in \[1, inf\), got 0.5"):
         wow(x, x, 0.5)
-    with pytest.raises(ValueError, match="inner must be"):
+    with pytest.raises(ValueError, match="inner: expected one of 'exact', 'sinkhorn', got 'bogus'"):
         wow(x, x, inner="bogus")
-    with pytest.raises(ValueError, match="outer must be"):
+    with pytest.raises(ValueError, match="outer: expected one of 'exact', 'sinkhorn', got 'bogus'"):
         wow(x, x, outer="bogus")
-    with pytest.raises(ValueError, match="same dimension"):
+    with pytest.raises(ValueError, match="sample1, sample2: expected measures in the same dimension"):
         wow(np.zeros((3, 4, 2)), np.zeros((3, 4, 3)), inner="sinkhorn")
-    with pytest.raises(ValueError, match="inner='exact' supports measures on R only"):
+    with pytest.raises(ValueError, match="sample1: expected measures on R for inner='exact'"):
         wow(np.zeros((3, 4, 2)), np.zeros((3, 4, 2)))
-    with pytest.raises(ValueError, match="sample2: the weights"):
+    with pytest.raises(ValueError, match="sample2: expected the weights of each measure to sum to one"):
         wow(x, _bad_weights())
-    with pytest.raises(ValueError, match="epsilon must be > 0"):
+    with pytest.raises(ValueError, match="outer_epsilon: expected a finite number > 0, got 0.0"):
         wow(x, x, outer="sinkhorn", outer_epsilon=0.0)
-    with pytest.raises(ValueError, match="x and y must be 1-D"):
+    with pytest.raises(ValueError, match="x, y: expected non-empty 1-D arrays"):
         wasserstein_1d(np.zeros((2, 2)), np.zeros(2))
 
 
@@ -210,3 +210,30 @@ def test_host_sort_gradient_under_vmap_matches_finite_differences():
     step = float(e[3, 7])  # the step as stored in float32
     fd = np.sum((up - down) * np.asarray(wts, np.float64)) / (2 * step)
     np.testing.assert_allclose(fd, g[0, 3, 7], rtol=1e-3)
+
+
+def test_wow_result_carries_the_inner_costs(x64):
+    rng = np.random.default_rng(11)
+    x, y = rng.random((4, 6)), rng.random((3, 5))
+    res = wow(x, y, 2.0)
+    np.testing.assert_allclose(res.inner_costs, inner_cost_matrix(x, y, 2.0), rtol=1e-12)
+    np.testing.assert_allclose(res.value, _pot_wow(x, y, p=2.0), rtol=1e-9)
+    np.testing.assert_allclose(res.value ** 2, outer_ot_cost(res.inner_costs), rtol=1e-12)
+
+
+def test_second_call_with_same_shapes_does_not_recompile():
+    from jaxcore.ipm import wasserstein as wasserstein_module
+
+    rng = np.random.default_rng(12)
+    x, y = rng.random((4, 6)).astype(np.float32), rng.random((5, 6)).astype(np.float32)
+    programs = {
+        "wow": (wasserstein_module._wow_jit, lambda: wow(x, y).value),
+        "inner_cost_matrix": (wasserstein_module._inner_cost_jit, lambda: inner_cost_matrix(x, y)),
+        "outer_ot_cost": (wasserstein_module._outer_jit, lambda: outer_ot_cost(x @ y.T)),
+        "wasserstein_1d": (wasserstein_module._w1d_jit, lambda: wasserstein_1d(x[0], y[0, :4])),
+    }
+    for name, (program, call) in programs.items():
+        jax.block_until_ready(call())
+        size = program._cache_size()
+        jax.block_until_ready(call())
+        assert program._cache_size() == size, name
