@@ -54,6 +54,24 @@ from benchmarks.registry import (
     to_numpy,
     torch_threads,
 )
+from jaxcore.datasets import DataUnavailableError
+from jaxcore.tpp import (
+    NJDTPP,
+    EventBatch,
+    Hawkes,
+    Poisson,
+    SelfCorrecting,
+    SharedDecayHawkes,
+    evaluate,
+    event_batches,
+    fit_mle,
+    intensity_path,
+    solve,
+    synthetic_hawkes,
+    synthetic_poisson,
+    synthetic_self_correcting,
+)
+from jaxcore.tpp import train as train_njdtpp
 
 FAMILY = "tpp"
 HAWKES = (0.2, 0.8, 1.0)  # mu, alpha, beta of the paper's synthetic Hawkes set
@@ -63,8 +81,6 @@ HAWKES = (0.2, 0.8, 1.0)  # mu, alpha, beta of the paper's synthetic Hawkes set
 
 
 def _hawkes_seq(n: int, key) -> tuple[np.ndarray, float]:
-    from jaxcore.tpp import Hawkes
-
     mu, a, b = HAWKES
     T = 1.5 * n * (1 - a / b) / mu  # long enough that the buffer of n events fills
     batch, _ = Hawkes(mu, a, b).simulate(key, T, n, 1)
@@ -73,8 +89,6 @@ def _hawkes_seq(n: int, key) -> tuple[np.ndarray, float]:
 
 
 def hawkes_setup(size, key):
-    from jaxcore.tpp import EventBatch
-
     n = int(size["n"])
     t, T = _hawkes_seq(n, key)
     batch = EventBatch(jnp.asarray(t[None], jnp.float32), jnp.zeros((1, n), jnp.int32), jnp.ones((1, n), bool),
@@ -85,15 +99,11 @@ def hawkes_setup(size, key):
 
 
 def hawkes_kernel(batch):
-    from jaxcore.tpp import Hawkes
-
     return Hawkes(*HAWKES).log_likelihood(batch)[0]
 
 
 def _hawkes_method(method):
     def kernel(batch):
-        from jaxcore.tpp import Hawkes
-
         return Hawkes(*HAWKES).log_likelihood(batch, method=method)[0]
 
     return kernel
@@ -145,8 +155,6 @@ register(SpeedBenchmark(
 
 
 def _njdtpp_inputs(size, key):
-    from jaxcore.tpp import NJDTPP, Hawkes
-
     B, L, K, n = int(size["batch"]), int(size["events"]), int(size.get("marks", 1)), int(size["substeps"])
     k_data, k_model, k_noise = jax.random.split(key, 3)
     mu, a, b = HAWKES
@@ -176,8 +184,6 @@ def njdtpp_setup(size, key):
 
 def njdtpp_kernel(params, batch, key, *, skeleton, num_substeps):
     """``(loss, grads)`` of ``-sum log L`` for the NJDTPP (scan Euler-Maruyama)."""
-    from jaxcore.tpp import solve
-
     def loss(p):
         return -jnp.sum(solve(eqx.combine(p, skeleton), batch, key, num_substeps=num_substeps).log_likelihood)
 
@@ -283,8 +289,6 @@ def solver_setup(size, key):
 
 def _solver(method):
     def fn(params, batch, *, skeleton, num_substeps):
-        from jaxcore.tpp import solve
-
         return solve(eqx.combine(params, skeleton), batch, None, method=method,
                      num_substeps=num_substeps).log_likelihood
 
@@ -321,8 +325,6 @@ def sim_setup(size, key):
 
 
 def sim_kernel(key, *, T, max_events, num_sequences):
-    from jaxcore.tpp import Hawkes
-
     batch, overflow = Hawkes(*HAWKES).simulate(key, T, max_events, num_sequences)
     return batch.num_events, overflow
 
@@ -380,58 +382,16 @@ register(SpeedBenchmark(
 # ----------------------------------------------------------------------------- quality
 
 
-class _SharedBetaHawkes(eqx.Module):
-    """Fitting adapter (a pytree, so repeated fits reuse one compilation): a Hawkes process with
-    one decay rate shared by all pairs (its Markov jump-diffusion form)."""
-
-    h: object
-
-    def to_unconstrained(self):
-        u = self.h.to_unconstrained()
-        return {"mu": u["mu"], "alpha": u["alpha"], "beta": u["beta"][0, 0]}
-
-    def from_unconstrained(self, u):
-        K = u["mu"].shape[0]
-        return _SharedBetaHawkes(self.h.from_unconstrained(
-            {"mu": u["mu"], "alpha": u["alpha"], "beta": jnp.full((K, K), u["beta"])}))
-
-    def log_likelihood(self, batch):
-        return self.h.log_likelihood(batch)
-
-
 def _evaluate(dyn, batch, *, horizon, substeps, key=None, samples=1):
-    """Test metrics of a model: classical processes through their exact flow (exact NLL and KS),
-    NJDTPP through the Euler-Maruyama solver (NLL averaged over ``samples`` Brownian paths)."""
-    method = "exact" if dyn.has_flow() else "scan"
-    # strong dtypes: a weakly typed parameter (e.g. the true model's Python floats) would recompile
-    dyn = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if eqx.is_array(x) else x, dyn)
-    # the horizon as an array (traced): a Python float would be static and recompile for every data set
-    out = _evaluate_jit(dyn, batch, key, jnp.asarray(horizon, batch.times.dtype), substeps, samples, method)
-    return {k: float(v) for k, v in out.items()}
-
-
-def _evaluate_jit_impl(dyn, batch, key, horizon, substeps, samples, method):
-    from jaxcore.tpp import nll_per_event, predict_next, prediction_scores, solve, time_rescaling_ks
-
-    kw = {"num_substeps": substeps, "method": method}
-    if key is None:
-        lls = solve(dyn, batch, None, **kw).log_likelihood
-    else:
-        lls = jnp.mean(jax.vmap(lambda k: solve(dyn, batch, k, **kw).log_likelihood)(
-            jax.random.split(key, samples)), 0)
-    pred = predict_next(dyn, batch, horizon=horizon, num_grid=256, **kw)
-    rmse, acc = prediction_scores(pred, batch)
-    ks = time_rescaling_ks(dyn, batch, **kw)
-    return {"nll": nll_per_event(lls, batch.num_events), "rmse": rmse, "acc": acc, "ks": ks}
-
-
-_evaluate_jit = eqx.filter_jit(_evaluate_jit_impl)
+    """Test metrics of a model (``jaxcore.tpp.evaluate``) as the record's floats: classical processes
+    through their exact flow (exact NLL and KS), NJDTPP through the Euler-Maruyama solver (NLL averaged
+    over ``samples`` Brownian paths)."""
+    r = evaluate(dyn, batch, key, horizon=horizon, num_substeps=substeps, num_samples=samples)
+    return {"nll": float(r.nll), "rmse": float(r.rmse), "acc": float(r.accuracy), "ks": float(r.ks)}
 
 
 def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lambda s: None):
     """Fit the classical models and NJDTPP; evaluate each on ``test``. Returns rows and fitted dynamics."""
-    from jaxcore.tpp import NJDTPP, Hawkes, Poisson, SelfCorrecting, fit_mle, train as train_njdtpp
-
     K = train.num_marks
     n_train = float(np.asarray(train.num_events).sum())
     rate = max(n_train / float(np.asarray(train.T).sum()), 1e-6)
@@ -441,13 +401,14 @@ def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lam
     models = {}
     models["Poisson"] = Poisson(jnp.full((K,), rate / K, train.times.dtype)).fit_closed_form(train)
     progress("fit Hawkes")
-    h0 = Hawkes(jnp.full((K,), 0.5 * rate / K), jnp.full((K, K), 0.5 * rate / K), rate)  # branching ratio 0.5
-    models["Hawkes"] = fit_mle(_SharedBetaHawkes(h0), train, steps=int(p["mle_steps"])).model.h
+    # one decay shared by all pairs (the Markov jump-diffusion form); branching ratio 0.5
+    h0 = SharedDecayHawkes(jnp.full((K,), 0.5 * rate / K), jnp.full((K, K), 0.5 * rate / K), rate)
+    models["Hawkes"] = fit_mle(h0, train, num_steps=int(p["mle_steps"])).model
     if include_sc:
         progress("fit self-correcting")
         Tm = float(np.asarray(train.T).mean())
         sc0 = SelfCorrecting(max(math.log1p(rate * Tm) / Tm, 1e-3), 0.1)
-        models["Self-correcting"] = fit_mle(sc0, train, steps=int(p["mle_steps"])).model
+        models["Self-correcting"] = fit_mle(sc0, train, num_steps=int(p["mle_steps"])).model
     rows, dyns = {}, {}
     for name, m in models.items():
         dyn = m.jump_diffusion()
@@ -455,7 +416,7 @@ def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lam
     progress("train NJDTPP")
     k_init, k_train, k_eval = jax.random.split(key, 3)
     model = NJDTPP(K, key=k_init, width=int(p["width"]), init_log_rate=float(np.log(rate / K)))
-    res = train_njdtpp(model, train, key=k_train, steps=int(p["njdtpp_steps"]), batch_size=int(p["batch_size"]),
+    res = train_njdtpp(k_train, model, train, num_steps=int(p["njdtpp_steps"]), batch_size=int(p["batch_size"]),
                        num_substeps=sub, valid_batch=valid, eval_every=max(int(p["njdtpp_steps"]) // 4, 1))
     # evaluated on a finer grid than trained on: a coarse left-point compensator can be gamed (intensity
     # rising within a gap is under-counted), which would flatter the test NLL
@@ -483,9 +444,6 @@ def _table(title, rows_by_set, note, with_acc):
 
 
 def run_synthetic(ctx):
-    from jaxcore.datasets.events import synthetic_hawkes, synthetic_poisson, synthetic_self_correcting
-    from jaxcore.tpp import Hawkes, Poisson, SelfCorrecting, intensity_path
-
     p = ctx.params
     n_tr, n_va, n_te, T = int(p["train"]), int(p["valid"]), int(p["test"]), float(p["T"])
     gens = {"Poisson": (synthetic_poisson, Poisson(1.0)),
@@ -561,9 +519,6 @@ def _intensity_figure(path, paths):
 
 
 def run_real(ctx):
-    from jaxcore.datasets import DataUnavailableError
-    from jaxcore.datasets.events import event_splits
-
     p = ctx.params
     rows_by_set, metrics, notes = {}, {}, []
     names = [s.strip() for s in str(p["datasets"]).split(",") if s.strip()]
@@ -573,22 +528,22 @@ def run_real(ctx):
         key, k = jax.random.split(key)
         ctx.progress(f"real {ds}")
         try:
-            s = event_splits(ds)
+            s = event_batches(ds)
         except DataUnavailableError as exc:
             notes.append(f"{ds}: skipped, data unavailable: {exc}")
             continue
-        train = s["train"]
+        train = s.train
         max_train = int(p["max_train_sequences"])
-        if train.batch_size > max_train:
+        if train.num_sequences > max_train:
             train = train[:max_train]
-            notes.append(f"{ds}: first {max_train} of {s['train'].batch_size} training windows used "
+            notes.append(f"{ds}: first {max_train} of {s.train.num_sequences} training windows used "
                          "(max_train_sequences).")
-        train, valid, test = train.trim(32), s["valid"].trim(32), s["test"].trim(32)
-        rows, _ = _fit_all(train, valid, test, k, p, include_sc=s["num_marks"] == 1,
+        train, valid, test = train.trim(32), s.valid.trim(32), s.test.trim(32)
+        rows, _ = _fit_all(train, valid, test, k, p, include_sc=s.num_marks == 1,
                            progress=ctx.progress)
-        label = f"{ds} (K={s['num_marks']})"
+        label = f"{ds} (K={s.num_marks})"
         rows_by_set[label] = rows
-        units[ds] = s["unit"]
+        units[ds] = s.unit
         for m, r in rows.items():
             for kk, v in r.items():
                 metrics[f"tpp.real.{ds}.{m.lower().replace(' ', '_').replace('-', '_')}.{kk}"] = v

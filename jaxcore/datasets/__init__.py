@@ -3,7 +3,8 @@
 One module per source; this package re-exports the public loaders. Nothing here
 ever falls back to synthetic data: a missing package raises
 :class:`DataUnavailableError` naming the ``pip install`` command; synthetic
-generators are their own, named functions (``synthetic_hawkes``, ...).
+generators are their own, named functions in the family whose model they sample
+(the tpp family's ``synthetic_hawkes``, ...). This package is a leaf: it imports no family.
 
 Sources:
 
@@ -46,9 +47,6 @@ from .events import (
     load_grasshopper,
     load_neuron_trials,
     load_tweets,
-    synthetic_hawkes,
-    synthetic_poisson,
-    synthetic_self_correcting,
 )
 from .grouped import load_hsb82
 from .images import NATURAL_IMAGES, load_image
@@ -85,9 +83,6 @@ __all__ = [
     "split_digits",
     "split_mnist",
     "split_tasks",
-    "synthetic_hawkes",
-    "synthetic_poisson",
-    "synthetic_self_correcting",
     "verify",
     "wheel_file",
 ]

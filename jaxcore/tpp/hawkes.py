@@ -21,6 +21,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import equinox as eqx
@@ -29,9 +30,21 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from ._common import as_float, check_int, check_positive, check_positive_scalar, is_concrete, linear_recurrence
+from jaxcore._util import as_float_array, check_key, check_int, check_positive, check_scalar, expected, is_concrete
+
 from .events import EventBatch, check_batch, check_marks
 from .solver import JumpDiffusion
+
+
+def linear_recurrence(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``x_i = a_i * x_{i-1} + b_i`` with ``x_{-1} = 0`` along axis 0 by a parallel (associative) scan."""
+
+    def combine(left, right):
+        a1, b1 = left
+        a2, b2 = right
+        return a1 * a2, a2 * b1 + b2
+
+    return jax.lax.associative_scan(combine, (a, b))[1]
 
 
 def _decayed_states(mu, alpha, beta, times, marks, mask, method):
@@ -83,6 +96,10 @@ def _intensity_at(mu, alpha, beta, times, marks, mask, t):
 
 
 
+_branching_ratio = jax.jit(lambda alpha, beta: jnp.max(jnp.abs(jnp.linalg.eigvals(alpha / beta))))
+_stationary_rate = jax.jit(lambda mu, alpha, beta: jnp.linalg.solve(
+    jnp.eye(mu.shape[0], dtype=mu.dtype) - alpha / beta, mu))
+
 # batched closed forms, each compiled once per shape (eager vmaps would dispatch op by op)
 _PER_SEQ = (None, None, None, 0, 0, 0, 0)
 _intensity_batch = jax.jit(jax.vmap(jax.vmap(_intensity_at, in_axes=(None,) * 6 + (0,)), in_axes=_PER_SEQ))
@@ -119,18 +136,18 @@ class Hawkes(eqx.Module):
     beta: Float[Array, "K K"]
 
     def __init__(self, mu: Any, alpha: Any, beta: Any):
-        mu = as_float(mu, "mu")
+        mu = as_float_array(mu, "mu")
         if mu.ndim == 0:
             mu = mu[None]
         if mu.ndim != 1:
             raise ValueError(f"mu: expected shape [K], got {mu.shape}")
         K = mu.shape[0]
-        alpha = as_float(alpha, "alpha")
+        alpha = as_float_array(alpha, "alpha")
         if alpha.ndim == 0 and K == 1:
             alpha = alpha.reshape(1, 1)
         if alpha.shape != (K, K):
             raise ValueError(f"alpha: expected shape [K, K] = {(K, K)} (K from mu), got {alpha.shape}")
-        beta = as_float(beta, "beta")
+        beta = as_float_array(beta, "beta")
         if beta.ndim == 0:
             beta = jnp.full((K, K), beta, dtype=beta.dtype)
         if beta.shape != (K, K):
@@ -147,12 +164,11 @@ class Hawkes(eqx.Module):
 
     def branching_ratio(self) -> Float[Array, ""]:
         """Spectral radius of ``alpha / beta`` (expected offspring per event; < 1 for stationarity)."""
-        return jnp.max(jnp.abs(jnp.linalg.eigvals(self.alpha / self.beta)))
+        return _branching_ratio(self.alpha, self.beta)
 
     def stationary_rate(self) -> Float[Array, " K"]:
         """Stationary mean intensity ``(I - alpha/beta)^{-1} mu`` ``[K]`` (valid when the branching ratio < 1)."""
-        K = self.num_marks
-        return jnp.linalg.solve(jnp.eye(K, dtype=self.mu.dtype) - self.alpha / self.beta, self.mu)
+        return _stationary_rate(self.mu, self.alpha, self.beta)
 
     def intensity(self, batch: EventBatch, t: Float[Array, "batch query"]) -> Float[Array, "batch query K"]:
         """Conditional intensity ``lambda_k(t)`` at query times (events strictly before ``t`` count).
@@ -228,7 +244,7 @@ class Hawkes(eqx.Module):
             key: PRNG key.
             T: window end (scalar, > 0).
             max_events: buffer size ``L`` per sequence.
-            num_sequences: batch size ``B``.
+            num_sequences: number of sequences ``B``.
 
         Returns:
             ``(batch, overflow)``: an :class:`EventBatch` ``[B, L]`` and ``[B]``
@@ -238,16 +254,12 @@ class Hawkes(eqx.Module):
         Raises:
             ValueError: non-positive ``T``, ``max_events`` or ``num_sequences``.
         """
-        check_positive_scalar(T, "T")
-        check_int(max_events, "max_events")
-        check_int(num_sequences, "num_sequences")
-        keys = jax.random.split(key, num_sequences)
-        T = jnp.asarray(T, self.mu.dtype)
-        times, marks, n, overflow = jax.vmap(_ogata_one, in_axes=(0, None, None, None, None, None))(
-            keys, self.mu, self.alpha, self.beta, T, max_events)
-        mask = jnp.arange(max_events)[None, :] < n[:, None]
-        batch = EventBatch(times, marks, mask, jnp.full((num_sequences,), T), self.num_marks)
-        return batch, overflow
+        check_key(key)
+        if is_concrete(T):
+            check_scalar(T, "T", positive=True)
+        L = check_int(max_events, "max_events", minimum=1)
+        B = check_int(num_sequences, "num_sequences", minimum=1)
+        return _simulate_batch(key, self.mu, self.alpha, self.beta, jnp.asarray(T, self.mu.dtype), L, B)
 
     # -- fitting -------------------------------------------------------------------------------
     def to_unconstrained(self) -> dict[str, Array]:
@@ -265,8 +277,9 @@ class Hawkes(eqx.Module):
         if is_concrete(self.beta):
             b = np.asarray(self.beta)
             if not np.allclose(b, b.flat[0]):
-                raise ValueError("beta: the Markov jump-diffusion form needs one decay rate shared by all pairs, "
-                                 f"got distinct values {np.unique(b)}")
+                raise ValueError(expected("beta", "one decay rate shared by all pairs (the Markov jump-diffusion "
+                                          "form; see SharedDecayHawkes)", f"distinct values {np.unique(b)}",
+                                          raw=True))
         return HawkesSDE(self.mu, self.alpha, self.beta[0, 0])
 
 
@@ -308,6 +321,16 @@ def _ogata_one(key, mu, alpha, beta, T, L):
     return times, marks, s["n"], s["overflow"]
 
 
+@functools.partial(jax.jit, static_argnums=(5, 6))
+def _simulate_batch(key, mu, alpha, beta, T, L, B):
+    """Ogata thinning of ``B`` sequences into ``[B, L]`` buffers, one program per (L, B) and dtype."""
+    keys = jax.random.split(key, B)
+    times, marks, n, overflow = jax.vmap(_ogata_one, in_axes=(0, None, None, None, None, None))(
+        keys, mu, alpha, beta, T, L)
+    mask = jnp.arange(L)[None, :] < n[:, None]
+    return EventBatch(times, marks, mask, jnp.full((B,), T), mu.shape[0]), overflow
+
+
 class HawkesSDE(JumpDiffusion):
     """Exponential Hawkes as a log-intensity jump-diffusion (one shared decay ``beta``).
 
@@ -335,3 +358,111 @@ class HawkesSDE(JumpDiffusion):
         decay = jnp.exp(-self.beta * h)
         comp = jnp.sum(self.mu * h + excess * -jnp.expm1(-self.beta * h) / self.beta)
         return jnp.log(self.mu + excess * decay), comp
+
+
+class SharedDecayHawkes(eqx.Module):
+    """Multivariate exponential Hawkes process whose pairs all share one decay rate ``beta``.
+
+    ``lambda_k(t) = mu_k + sum_{t_i < t} alpha[k, m_i] exp(-beta (t - t_i))``: the
+    :class:`Hawkes` process with ``beta[k, j] = beta`` for every pair, and the Markov
+    jump-diffusion ``d lambda = beta (mu - lambda) dt + alpha dN`` of Zhang et al. (2024),
+    Sec. 3. Its parameters (``mu [K]``, ``alpha [K, K]``, one scalar ``beta``) are what
+    :func:`fit_mle` optimises, so a fit keeps the decay shared; likelihood, compensator,
+    intensity and simulation are those of :meth:`as_hawkes` (same kernels, same numbers).
+
+    Attributes:
+        mu: baseline rates ``[K]`` (events per unit time, > 0).
+        alpha: jump sizes ``[K, K]`` (>= 0); ``alpha[k, j]`` is added to ``lambda_k`` by an
+            event of type ``j``.
+        beta: the shared decay rate, a scalar (> 0, per unit time).
+
+    Raises:
+        ValueError: wrong shapes; non-positive ``mu``/``beta``, negative ``alpha``, NaN/inf.
+
+    References:
+        Hawkes (1971); Ozaki (1979), eq. 2.5; Zhang et al., "Neural Jump-Diffusion Temporal
+        Point Processes", ICML 2024, Sec. 3 (the Hawkes jump-diffusion).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.tpp import EventBatch, SharedDecayHawkes
+        >>> model = SharedDecayHawkes(jnp.array([0.2, 0.1]), jnp.full((2, 2), 0.3), 1.5)
+        >>> batch = EventBatch.from_sequences([[0.5, 1.0, 4.0]], [[0, 1, 0]], T=5.0, num_marks=2)
+        >>> model.log_likelihood(batch).shape, model.as_hawkes().beta.shape
+        ((1,), (2, 2))
+    """
+
+    mu: Float[Array, " K"]
+    alpha: Float[Array, "K K"]
+    beta: Float[Array, ""]
+
+    def __init__(self, mu: Any, alpha: Any, beta: Any):
+        mu = as_float_array(mu, "mu")
+        if mu.ndim == 0:
+            mu = mu[None]
+        if mu.ndim != 1:
+            raise ValueError(expected("mu", "shape [K]", f"shape {mu.shape}", raw=True))
+        K = mu.shape[0]
+        alpha = as_float_array(alpha, "alpha")
+        if alpha.ndim == 0 and K == 1:
+            alpha = alpha.reshape(1, 1)
+        if alpha.shape != (K, K):
+            raise ValueError(expected("alpha", f"shape [K, K] = {(K, K)} (K from mu)", f"shape {alpha.shape}",
+                                      raw=True))
+        beta = as_float_array(beta, "beta")
+        if beta.ndim != 0:
+            raise ValueError(expected("beta", "a scalar (one decay rate shared by all pairs)",
+                                      f"shape {beta.shape}", raw=True))
+        check_positive(mu, "mu")
+        check_positive(alpha, "alpha", allow_zero=True)
+        check_positive(beta, "beta")
+        self.mu, self.alpha, self.beta = mu, alpha, beta
+
+    @property
+    def num_marks(self) -> int:
+        """Number of event types ``K``."""
+        return self.mu.shape[0]
+
+    def as_hawkes(self) -> Hawkes:
+        """The same process as a general :class:`Hawkes` (``beta`` broadcast to ``[K, K]``)."""
+        K = self.num_marks
+        return Hawkes(self.mu, self.alpha, jnp.full((K, K), self.beta, dtype=self.beta.dtype))
+
+    def branching_ratio(self) -> Float[Array, ""]:
+        """Spectral radius of ``alpha / beta`` (expected offspring per event; < 1 for stationarity)."""
+        return self.as_hawkes().branching_ratio()
+
+    def stationary_rate(self) -> Float[Array, " K"]:
+        """Stationary mean intensity ``(I - alpha/beta)^{-1} mu`` ``[K]`` (branching ratio < 1)."""
+        return self.as_hawkes().stationary_rate()
+
+    def intensity(self, batch: EventBatch, t: Float[Array, "batch query"]) -> Float[Array, "batch query K"]:
+        """Conditional intensity ``[B, Q, K]`` at query times ``t`` ``[B, Q]`` (see :meth:`Hawkes.intensity`)."""
+        return self.as_hawkes().intensity(batch, t)
+
+    def compensator(self, batch: EventBatch, t: Float[Array, "batch query"] | None = None) -> Array:
+        """Compensator ``[B, Q, K]`` at ``t`` (or ``[B, K]`` at ``T``), see :meth:`Hawkes.compensator`."""
+        return self.as_hawkes().compensator(batch, t)
+
+    def log_likelihood(self, batch: EventBatch, *, method: str = "auto") -> Float[Array, " batch"]:
+        """``[B]`` exact log-likelihoods (nats) in O(L K^2), see :meth:`Hawkes.log_likelihood`."""
+        return self.as_hawkes().log_likelihood(batch, method=method)
+
+    def simulate(self, key: PRNGKeyArray, T: float, max_events: int, num_sequences: int
+                 ) -> tuple[EventBatch, Bool[Array, " batch"]]:
+        """Ogata thinning into ``[B, L]`` buffers and ``[B]`` overflow flags, see :meth:`Hawkes.simulate`."""
+        return self.as_hawkes().simulate(key, T, max_events, num_sequences)
+
+    def to_unconstrained(self) -> dict[str, Array]:
+        """Inverse-softplus parameters (``beta`` a scalar) for unconstrained optimisation."""
+        inv = lambda x: jnp.log(jnp.expm1(jnp.maximum(x, 1e-6)))  # noqa: E731
+        return {"mu": inv(self.mu), "alpha": inv(self.alpha), "beta": inv(self.beta)}
+
+    def from_unconstrained(self, u: dict[str, Array]) -> SharedDecayHawkes:
+        """The model with ``softplus`` of the unconstrained parameters."""
+        return eqx.tree_at(lambda m: (m.mu, m.alpha, m.beta), self,
+                           (jax.nn.softplus(u["mu"]), jax.nn.softplus(u["alpha"]), jax.nn.softplus(u["beta"])))
+
+    def jump_diffusion(self) -> HawkesSDE:
+        """The log-intensity jump-diffusion of this process (:class:`HawkesSDE`)."""
+        return HawkesSDE(self.mu, self.alpha, self.beta)

@@ -19,19 +19,40 @@ References:
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from ._common import check_int, check_positive_scalar
-from .events import EventBatch, check_batch, check_marks
-from .solver import JumpDiffusion, solve
+from jaxcore._util import check_int, check_key, check_scalar, expected, is_concrete
+
+from .events import EventBatch, check_batch
+from .solver import JumpDiffusion, _solve_args, _solve_batch
 
 
 def nll_per_event(log_likelihood: Float[Array, " batch"], num_events: Array) -> Float[Array, ""]:
-    """Negative log-likelihood per event, ``-sum_b log L_b / sum_b N_b`` (nats)."""
+    """Negative log-likelihood per event, ``-sum_b log L_b / sum_b N_b`` (nats).
+
+    Args:
+        log_likelihood: ``[B]`` per-sequence log-likelihoods (nats).
+        num_events: ``[B]`` event counts (``EventBatch.num_events``); a total of 0 counts as 1.
+
+    Returns:
+        Scalar float, nats per event.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.tpp import nll_per_event
+        >>> float(nll_per_event(jnp.array([-3.0, -5.0]), jnp.array([2, 2])))
+        2.0
+    """
+    return _nll_per_event(jnp.asarray(log_likelihood), jnp.asarray(num_events))
+
+
+@jax.jit
+def _nll_per_event(log_likelihood, num_events):
     return -jnp.sum(log_likelihood) / jnp.maximum(jnp.sum(num_events), 1)
 
 
@@ -42,11 +63,24 @@ def ks_statistic(samples: Float[Array, " n"], mask: Bool[Array, " n"] | None = N
 
     Args:
         samples: ``[n]`` (any shape, flattened) non-negative values.
-        mask: which entries count (default all).
+        mask: which entries count (default all), same shape.
 
     Returns:
         Scalar ``D`` in [0, 1] (0 for no valid sample).
+
+    References:
+        Brown et al., Neural Computation 14(2), 2002 (time-rescaling goodness of fit).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.tpp import ks_statistic
+        >>> round(float(ks_statistic(jnp.array([0.1, 0.7, 2.0]))), 4)
+        0.2382
     """
+    return _ks_statistic(jnp.asarray(samples), None if mask is None else jnp.asarray(mask, bool))
+
+
+def _ks_impl(samples, mask):
     x = jnp.ravel(samples)
     m = jnp.ones_like(x, bool) if mask is None else jnp.ravel(mask)
     n = jnp.sum(m)
@@ -59,22 +93,52 @@ def ks_statistic(samples: Float[Array, " n"], mask: Bool[Array, " n"] | None = N
     return jnp.max(jnp.where(valid, d, 0.0))
 
 
-def time_rescaling_ks(dynamics: JumpDiffusion, batch: EventBatch, key=None, **solve_kwargs) -> Float[Array, ""]:
+_ks_statistic = jax.jit(_ks_impl)
+
+
+def time_rescaling_ks(dynamics: JumpDiffusion, batch: EventBatch, key: PRNGKeyArray | None = None,
+                      **solve_kwargs: Any) -> Float[Array, ""]:
     """KS statistic of the rescaled inter-event times ``Lambda(t_{i-1}, t_i)`` against Exp(1), pooled over the batch.
+
+    Under the true model the compensator increments between events are i.i.d. Exp(1)
+    (the time-rescaling theorem); ``D`` is their KS distance to Exp(1).
 
     Args:
         dynamics: a :class:`JumpDiffusion` (classical ``model.jump_diffusion()`` or NJDTPP).
-        batch: sequences.
-        key, solve_kwargs: passed to :func:`solve`.
+        batch: ``B`` sequences.
+        key: Brownian key passed to :func:`solve`; ``None`` integrates the drift only.
+        **solve_kwargs: passed to :func:`solve` (``method``, ``num_substeps``, ``convention``, ...).
 
     Returns:
-        Scalar KS statistic.
+        Scalar KS statistic in [0, 1].
+
+    Raises:
+        TypeError/ValueError: as :func:`solve`.
+
+    References:
+        Brown et al., Neural Computation 14(2), 2002, Sec. 2.
+
+    Examples:
+        >>> from jaxcore.tpp import EventBatch, Poisson, time_rescaling_ks
+        >>> batch = EventBatch.from_sequences([[0.5, 1.5, 2.0]], T=3.0)
+        >>> d = time_rescaling_ks(Poisson(1.0).jump_diffusion(), batch, method="exact")
+        >>> 0.0 <= float(d) <= 1.0
+        True
     """
-    res = solve(dynamics, batch, key, **solve_kwargs)
+    args = _solve_args(dynamics, batch, key, **solve_kwargs)
+    return _time_rescaling_run(args)
+
+
+def _time_rescaling_impl(args):
+    batch, convention = args[1], args[5]
+    res = _solve_batch(*args)
     mask = batch.mask
-    if solve_kwargs.get("convention", "window") == "paper":
+    if convention == "paper":
         mask = mask & (jnp.arange(batch.max_events) > 0)[None]
-    return ks_statistic(res.interval_compensator, mask)
+    return _ks_impl(res.interval_compensator, mask)
+
+
+_time_rescaling_run = eqx.filter_jit(_time_rescaling_impl)
 
 
 class NextEventPrediction(NamedTuple):
@@ -105,7 +169,7 @@ def predict_next(dynamics: JumpDiffusion, batch: EventBatch, *, horizon: float, 
     Args:
         dynamics: the model's jump-diffusion.
         batch: ``B`` sequences; predictions are made after every real event.
-        horizon: how far ahead to integrate (same time unit), e.g. several mean gaps.
+        horizon: how far ahead to integrate (same time unit, > 0), e.g. several mean gaps.
         num_grid: steps over the horizon.
         num_substeps: steps per gap when integrating the history (``method="scan"``).
         convention: likelihood convention of the history pass (see :func:`solve`).
@@ -114,19 +178,34 @@ def predict_next(dynamics: JumpDiffusion, batch: EventBatch, *, horizon: float, 
             at any step size).
 
     Returns:
-        A :class:`NextEventPrediction`.
+        A :class:`NextEventPrediction` of ``[B, L]`` (and ``[B, L, K]``) arrays.
 
     Raises:
         ValueError: non-positive ``horizon`` or ``num_grid``; ``method`` not
             ``"scan"``/``"exact"`` or ``"exact"`` without a closed-form flow.
+
+    References:
+        Zhang et al., "Neural Jump-Diffusion Temporal Point Processes", ICML 2024, Sec. 4.3.
+
+    Examples:
+        >>> from jaxcore.tpp import EventBatch, Poisson, predict_next
+        >>> batch = EventBatch.from_sequences([[0.5, 1.0, 2.0]], T=3.0)
+        >>> pred = predict_next(Poisson(2.0).jump_diffusion(), batch, horizon=10.0, method="exact")
+        >>> pred.time.shape, bool(pred.valid[0, -1])
+        ((1, 3), False)
     """
-    check_batch(batch)
-    check_marks(batch, dynamics.num_marks)
-    check_positive_scalar(horizon, "horizon")
-    G = check_int(num_grid, "num_grid")
     if method not in ("scan", "exact"):
-        raise ValueError(f"method: expected 'scan' or 'exact', got {method!r}")
-    res = solve(dynamics, batch, None, num_substeps=num_substeps, convention=convention, method=method)
+        raise ValueError(expected("method", "'scan' or 'exact'", method))
+    if is_concrete(horizon):
+        check_scalar(horizon, "horizon", positive=True)
+    G = check_int(num_grid, "num_grid", minimum=1)
+    args = _solve_args(dynamics, batch, None, method, num_substeps, convention)
+    return _predict_next_run(args, jnp.asarray(horizon, batch.times.dtype), G)
+
+
+def _predict_next_impl(args, horizon, G):
+    dynamics, batch, method = args[0], args[1], args[3]
+    res = _solve_batch(*args)
     dtype = batch.times.dtype
     h = jnp.asarray(horizon, dtype) / G
     tau = (jnp.arange(G, dtype=dtype) + 0.5) * h
@@ -155,8 +234,11 @@ def predict_next(dynamics: JumpDiffusion, batch: EventBatch, *, horizon: float, 
 
     f = jax.vmap(jax.vmap(after_event))
     time, probs = f(res.eta_events, batch.times, batch.marks)
-    valid = batch.mask & jnp.concatenate([batch.mask[:, 1:], jnp.zeros((batch.batch_size, 1), bool)], axis=1)
+    valid = batch.mask & jnp.concatenate([batch.mask[:, 1:], jnp.zeros((batch.num_sequences, 1), bool)], axis=1)
     return NextEventPrediction(time, jnp.argmax(probs, axis=-1).astype(jnp.int32), probs, valid)
+
+
+_predict_next_run = eqx.filter_jit(_predict_next_impl)
 
 
 def prediction_scores(pred: NextEventPrediction, batch: EventBatch) -> tuple[Array, Array]:
@@ -164,10 +246,140 @@ def prediction_scores(pred: NextEventPrediction, batch: EventBatch) -> tuple[Arr
 
     RMSE of the predicted next time (time unit) and accuracy of the predicted
     type, over positions where a next event exists.
+
+    Args:
+        pred: a :class:`NextEventPrediction` for ``batch``.
+        batch: the ``B`` sequences the predictions were made on.
+
+    Returns:
+        ``(rmse, accuracy)``: scalars (time unit; fraction in [0, 1]).
+
+    Raises:
+        TypeError: ``pred`` is not a NextEventPrediction or ``batch`` not an EventBatch.
+
+    Examples:
+        >>> from jaxcore.tpp import EventBatch, Poisson, predict_next, prediction_scores
+        >>> batch = EventBatch.from_sequences([[0.5, 1.0, 2.0]], T=3.0)
+        >>> pred = predict_next(Poisson(2.0).jump_diffusion(), batch, horizon=10.0, method="exact")
+        >>> rmse, acc = prediction_scores(pred, batch)
+        >>> float(acc)
+        1.0
     """
+    if not isinstance(pred, NextEventPrediction):
+        raise TypeError(expected("pred", "a jaxcore.tpp.NextEventPrediction", type(pred).__name__, raw=True))
+    check_batch(batch)
+    return _prediction_scores(pred, batch)
+
+
+def _prediction_scores_impl(pred, batch):
     target_t = jnp.concatenate([batch.times[:, 1:], batch.times[:, -1:]], axis=1)
     target_m = jnp.concatenate([batch.marks[:, 1:], batch.marks[:, -1:]], axis=1)
     n = jnp.maximum(jnp.sum(pred.valid), 1)
     rmse = jnp.sqrt(jnp.sum(jnp.where(pred.valid, (pred.time - target_t) ** 2, 0.0)) / n)
     acc = jnp.sum(pred.valid & (pred.type == target_m)) / n
     return rmse, acc
+
+
+_prediction_scores = eqx.filter_jit(_prediction_scores_impl)
+
+
+class EvaluationResult(NamedTuple):
+    """Test metrics of one model on one batch (:func:`evaluate`); scalars.
+
+    Attributes:
+        nll: negative log-likelihood per event (nats), ``-sum log L / sum N``.
+        rmse: root mean squared error of the predicted next-event time (the batch's time unit).
+        accuracy: fraction of next-event types predicted correctly, in [0, 1].
+        ks: time-rescaling KS statistic of the pooled rescaled gaps against Exp(1), in [0, 1].
+    """
+
+    nll: Array
+    rmse: Array
+    accuracy: Array
+    ks: Array
+
+
+def evaluate(
+    dynamics: Any,
+    batch: EventBatch,
+    key: PRNGKeyArray | None = None,
+    *,
+    horizon: float,
+    num_substeps: int = 10,
+    num_samples: int = 1,
+    num_grid: int = 256,
+) -> EvaluationResult:
+    """Score a model on test sequences: NLL per event, next-event RMSE and type accuracy, time-rescaling KS.
+
+    Dynamics with a closed-form flow (the classical processes) are integrated exactly
+    (``method="exact"``: exact NLL and KS); others (NJDTPP) by the Euler-Maruyama solver
+    with ``num_substeps`` steps per gap. With a ``key`` the NLL is averaged over
+    ``num_samples`` Brownian paths; ``key=None`` integrates the drift only (deterministic).
+    Predictions (:func:`predict_next`, ``num_grid`` steps over ``horizon``) and the KS
+    statistic (:func:`time_rescaling_ks`) are drift-only. All of it runs as one program.
+
+    Args:
+        dynamics: a :class:`JumpDiffusion` (``NJDTPP``, ``HawkesSDE``, ...) or a classical
+            model with ``jump_diffusion()`` (``Poisson``, ``Hawkes``, ``SharedDecayHawkes``,
+            ``SelfCorrecting``).
+        batch: ``B`` test sequences.
+        key: PRNG key for the Brownian paths of the NLL, or ``None`` (drift only).
+        horizon: prediction horizon (time unit, > 0), e.g. a few mean gaps.
+        num_substeps: Euler steps per gap (ignored by the exact flow).
+        num_samples: Brownian paths averaged for the NLL (with a ``key``).
+        num_grid: steps of the prediction grid over ``horizon``.
+
+    Returns:
+        An :class:`EvaluationResult` ``(nll, rmse, accuracy, ks)`` of scalars.
+
+    Raises:
+        TypeError: ``dynamics`` is neither a JumpDiffusion nor a classical model; bad key.
+        ValueError: non-positive ``horizon``, ``num_substeps``, ``num_samples`` or ``num_grid``;
+            the batch's number of marks differs from the model's.
+
+    References:
+        Zhang et al., "Neural Jump-Diffusion Temporal Point Processes", ICML 2024, Sec. 5
+        (NLL, RMSE, accuracy); Brown et al., Neural Computation 14(2), 2002 (KS).
+
+    Examples:
+        >>> from jaxcore.tpp import EventBatch, Poisson, evaluate
+        >>> batch = EventBatch.from_sequences([[0.5, 1.0, 2.0]], T=3.0)
+        >>> r = evaluate(Poisson(1.0), batch, horizon=5.0)
+        >>> round(float(r.nll), 4), float(r.accuracy)
+        (1.0, 1.0)
+    """
+    if not isinstance(dynamics, JumpDiffusion):
+        if not hasattr(dynamics, "jump_diffusion"):
+            raise TypeError(expected("dynamics", "a jaxcore.tpp.JumpDiffusion or a classical model with "
+                                                 "jump_diffusion()", type(dynamics).__name__, raw=True))
+        dynamics = dynamics.jump_diffusion()
+    if key is not None:
+        check_key(key)
+    if is_concrete(horizon):
+        check_scalar(horizon, "horizon", positive=True)
+    n = check_int(num_substeps, "num_substeps", minimum=1)
+    S = check_int(num_samples, "num_samples", minimum=1)
+    G = check_int(num_grid, "num_grid", minimum=1)
+    method = "exact" if dynamics.has_flow() else "scan"
+    _solve_args(dynamics, batch, None, method, n)  # validates dynamics against batch
+    # strong dtypes: a weakly typed parameter (e.g. a model of Python floats) would recompile
+    dynamics = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if eqx.is_array(x) else x, dynamics)
+    return _evaluate_run(dynamics, batch, key, jnp.asarray(horizon, batch.times.dtype), n, S, method, G)
+
+
+def _evaluate_impl(dyn, batch, key, horizon, num_substeps, num_samples, method, num_grid):
+    args = _solve_args(dyn, batch, None, method, num_substeps)
+    if key is None:
+        lls = _solve_batch(*args).log_likelihood
+    else:
+        def one(k):
+            return _solve_batch(dyn, batch, k, *args[3:]).log_likelihood
+
+        lls = jnp.mean(jax.vmap(one)(jax.random.split(key, num_samples)), 0)
+    pred = _predict_next_impl(args, horizon, num_grid)
+    rmse, acc = _prediction_scores_impl(pred, batch)
+    ks = _time_rescaling_impl(args)
+    return EvaluationResult(_nll_per_event(lls, batch.num_events), rmse, acc, ks)
+
+
+_evaluate_run = eqx.filter_jit(_evaluate_impl)

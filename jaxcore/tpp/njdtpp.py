@@ -27,9 +27,9 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ._common import check_int
+from jaxcore._util import Progress, ProgressArg, check_bool, check_choice, check_int, check_key, check_progress, default_float, expected
 from .events import EventBatch, check_batch, check_marks
-from .solver import JumpDiffusion, solve
+from .solver import JumpDiffusion, _solve_batch, solve
 
 _ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "tanh": jnp.tanh, "relu": jax.nn.relu, "softplus": jax.nn.softplus, "gelu": jax.nn.gelu,
@@ -84,12 +84,12 @@ class NJDTPP(JumpDiffusion):
         Raises:
             ValueError: bad sizes or unknown activation.
         """
-        K = check_int(num_marks, "num_marks")
-        check_int(width, "width")
+        K = check_int(num_marks, "num_marks", minimum=1)
+        check_int(width, "width", minimum=1)
         check_int(depth, "depth", minimum=0)
-        if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation: expected one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        dtype = dtype or (jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
+        check_choice(activation, "activation", sorted(_ACTIVATIONS))
+        check_key(key)
+        dtype = dtype or default_float()
         act = _ACTIVATIONS[activation]
         k1, k2, k3 = jax.random.split(key, 3)
         mk = lambda out, k: eqx.nn.MLP(K, out, width, depth, activation=act, key=k, dtype=dtype)  # noqa: E731
@@ -140,7 +140,7 @@ class NJDTPP(JumpDiffusion):
 def save_checkpoint(path: str | pathlib.Path, model: NJDTPP) -> None:
     """Write an NJDTPP's configuration (JSON header line) and weights (equinox serialisation) to ``path``."""
     if not isinstance(model, NJDTPP):
-        raise TypeError(f"model: expected an NJDTPP, got {type(model).__name__}")
+        raise TypeError(expected("model", "an NJDTPP", type(model).__name__, raw=True))
     header = {"num_marks": model.num_marks, "width": model.width, "depth": model.depth,
               "activation": model.activation, "dtype": str(model.eta0.dtype)}
     with open(path, "wb") as f:
@@ -159,27 +159,38 @@ def load_checkpoint(path: str | pathlib.Path) -> NJDTPP:
         try:
             h = json.loads(line.decode())
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"path: {path} is not an NJDTPP checkpoint (no JSON header line)") from e
-        like = NJDTPP(h["num_marks"], key=jax.random.key(0), width=h["width"], depth=h["depth"],
-                      activation=h["activation"], dtype=jnp.dtype(h["dtype"]))
+            raise ValueError(expected("path", "an NJDTPP checkpoint (a JSON header line, then the weights)",
+                                      str(path))) from e
+        # a shape template only: abstract arrays, no weights drawn (the key is abstract too)
+        like = eqx.filter_eval_shape(
+            functools.partial(NJDTPP, h["num_marks"], width=h["width"], depth=h["depth"],
+                              activation=h["activation"], dtype=jnp.dtype(h["dtype"])),
+            key=jax.eval_shape(jax.random.key, 0))
         return eqx.tree_deserialise_leaves(f, like)
 
 
 class TrainResult(NamedTuple):
-    """Output of :func:`train`: ``model`` and ``history`` (``[steps]`` train NLL per event, nats)
-    plus ``valid_history`` (``[n_evals]``, NaN-free; empty without a validation batch)."""
+    """Output of :func:`train`.
+
+    Attributes:
+        model: the trained :class:`NJDTPP` (with a validation batch: the one with the best
+            validation NLL among the evaluations).
+        losses: ``[num_steps]`` minibatch train NLL per event (nats) at each step.
+        valid_losses: ``[num_evals]`` validation NLL per event (nats) at each evaluation
+            (every ``eval_every`` steps and at the last); empty without a validation batch.
+    """
 
     model: NJDTPP
-    history: np.ndarray
-    valid_history: np.ndarray
+    losses: Float[Array, " num_steps"]
+    valid_losses: Float[Array, " num_evals"]
 
 
 def train(
+    key: PRNGKeyArray,
     model: NJDTPP,
     batch: EventBatch,
     *,
-    key: PRNGKeyArray,
-    steps: int = 500,
+    num_steps: int = 500,
     batch_size: int = 32,
     optimizer: optax.GradientTransformation | None = None,
     num_substeps: int = 10,
@@ -187,59 +198,76 @@ def train(
     valid_batch: EventBatch | None = None,
     eval_every: int = 50,
     stochastic: bool = True,
+    progress: ProgressArg = False,
 ) -> TrainResult:
-    """Fit an NJDTPP by minibatch maximum likelihood with optax.
+    """Fit an NJDTPP by minibatch maximum likelihood with optax, all steps in one compiled ``lax.scan``.
 
     Each step draws ``batch_size`` sequences uniformly (with replacement) and a
     fresh Brownian key, and takes one optimizer step on
     ``-sum log L / sum N`` (nats per event). With a validation batch the model
-    with the best validation NLL (evaluated every ``eval_every`` steps, fixed
-    noise key) is returned.
+    with the best validation NLL (evaluated every ``eval_every`` steps and at the last,
+    with one fixed noise key derived from ``key``) is returned. The step keys are
+    ``jax.random.split(key, num_steps + 1)[:num_steps]``, the validation key the last one.
 
     Args:
+        key: PRNG key (minibatches, Brownian noise, validation noise).
         model: the initial :class:`NJDTPP`.
         batch: training sequences.
-        key: PRNG key (minibatches and noise).
-        steps: optimizer steps.
-        batch_size: sequences per step.
-        optimizer: optax transformation (default ``adam(1e-2)`` with global-norm clipping at 10).
+        num_steps: optimizer steps.
+        batch_size: sequences per minibatch.
+        optimizer: optax transformation (default ``adam(1e-2)`` with global-norm clipping at 10);
+            pass the same instance again to reuse the compiled program.
         num_substeps, convention: passed to :func:`solve`.
         valid_batch: optional validation sequences for model selection.
         eval_every: validation period in steps.
         stochastic: include the diffusion term during training (False: drift only).
+        progress: ``False`` (default), ``True`` (a progress bar) or ``fn(step, {"loss": ...})``
+            called on the host from inside the loop.
 
     Returns:
-        A :class:`TrainResult`.
+        A :class:`TrainResult` ``(model, losses [num_steps], valid_losses [num_evals])``.
 
     Raises:
-        TypeError/ValueError: bad model, batch, or sizes.
+        TypeError: ``key`` is not a PRNG key; bad model, batch or ``progress``.
+        ValueError: non-positive sizes; unknown ``convention``; a batch's number of marks
+            differs from the model's.
+
+    References:
+        Zhang et al., "Neural Jump-Diffusion Temporal Point Processes", ICML 2024, Sec. 4.4
+        (training by maximum likelihood with Adam).
+
+    Examples:
+        >>> import jax
+        >>> from jaxcore.tpp import NJDTPP, EventBatch, train
+        >>> batch = EventBatch.from_sequences([[0.5, 1.0], [0.2, 1.5]], T=2.0)
+        >>> model = NJDTPP(1, key=jax.random.key(0), width=4, depth=1)
+        >>> res = train(jax.random.key(1), model, batch, num_steps=3, batch_size=2, num_substeps=2)
+        >>> res.losses.shape, res.valid_losses.shape
+        ((3,), (0,))
     """
+    check_key(key)
     if not isinstance(model, NJDTPP):
-        raise TypeError(f"model: expected an NJDTPP, got {type(model).__name__}")
+        raise TypeError(expected("model", "an NJDTPP", type(model).__name__, raw=True))
     check_batch(batch)
     check_marks(batch, model.num_marks)
-    steps = check_int(steps, "steps")
-    batch_size = check_int(batch_size, "batch_size")
-    eval_every = check_int(eval_every, "eval_every")
+    if valid_batch is not None:
+        check_batch(valid_batch, "valid_batch")
+        check_marks(valid_batch, model.num_marks, "valid_batch")
+    num_steps = check_int(num_steps, "num_steps", minimum=1)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    eval_every = check_int(eval_every, "eval_every", minimum=1)
+    num_substeps = check_int(num_substeps, "num_substeps", minimum=1)
+    check_choice(convention, "convention", ("window", "paper"))
+    stochastic = check_bool(stochastic, "stochastic")
+    progress = check_progress(progress)
     optimizer = _default_optimizer() if optimizer is None else optimizer
     params, static = eqx.partition(model, eqx.is_inexact_array)
-    opt_state = optimizer.init(params)
-    opts = (optimizer, batch_size, num_substeps, convention, stochastic)
-
-    history, valid_hist = [], []
-    best, best_params = np.inf, params
-    eval_key = jax.random.key(12345)
-    keys = jax.random.split(key, steps)
-    for s in range(steps):  # one jitted optimizer step per iteration (training loop, not a time loop)
-        params, opt_state, loss = _train_step(params, static, opt_state, batch, keys[s], *opts)
-        history.append(float(loss))
-        if valid_batch is not None and ((s + 1) % eval_every == 0 or s == steps - 1):
-            v = float(_train_loss_jit(params, static, valid_batch, eval_key, num_substeps, convention, stochastic))
-            valid_hist.append(v)
-            if np.isfinite(v) and v < best:
-                best, best_params = v, params
-    final = best_params if valid_batch is not None else params
-    return TrainResult(eqx.combine(final, static), np.asarray(history), np.asarray(valid_hist))
+    keys = jax.random.split(key, num_steps + 1)  # the first num_steps as in a plain split, the last for validation
+    if valid_batch is None:
+        eval_every = 0  # unused: one program for every eval_every
+    final, losses, valid_losses = _train_run(params, static, batch, valid_batch, keys, optimizer, batch_size,
+                                             num_substeps, convention, stochastic, eval_every, num_steps, progress)
+    return TrainResult(eqx.combine(final, static), losses, valid_losses)
 
 
 @functools.cache
@@ -251,21 +279,53 @@ def _default_optimizer() -> optax.GradientTransformation:
 def _train_loss(params, static, batch, key, num_substeps, convention, stochastic):
     """``-sum log L / sum N`` (nats per event; the paper convention does not count first events)."""
     m = eqx.combine(params, static)
-    ll = solve(m, batch, key if stochastic else None, num_substeps=num_substeps, convention=convention)
-    n = jnp.sum(batch.mask) - (batch.batch_size if convention == "paper" else 0)
+    ll = _solve_batch(m, batch, key if stochastic else None, "scan", num_substeps, convention, None, None, 4096, 1e-3)
+    n = jnp.sum(batch.mask) - (batch.num_sequences if convention == "paper" else 0)
     return -jnp.sum(ll.log_likelihood) / jnp.maximum(n, 1)
 
 
-_train_loss_jit = eqx.filter_jit(_train_loss)
-
-
-@eqx.filter_jit
 def _train_step(params, static, opt_state, batch, key, optimizer, batch_size, num_substeps, convention, stochastic):
-    """One optimizer step on a minibatch of ``batch_size`` sequences drawn with replacement; compiled
-    once per model structure, data shape and setting (reused across calls of :func:`train`)."""
+    """One optimizer step on a minibatch of ``batch_size`` sequences drawn with replacement."""
     k_idx, k_noise = jax.random.split(key)
-    idx = jax.random.randint(k_idx, (batch_size,), 0, batch.batch_size)
+    idx = jax.random.randint(k_idx, (batch_size,), 0, batch.num_sequences)
     sub = EventBatch(batch.times[idx], batch.marks[idx], batch.mask[idx], batch.T[idx], batch.num_marks)
     loss, g = jax.value_and_grad(_train_loss)(params, static, sub, k_noise, num_substeps, convention, stochastic)
     updates, opt_state = optimizer.update(g, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
+
+
+@eqx.filter_jit
+def _train_run(params, static, batch, valid_batch, keys, optimizer, batch_size, num_substeps, convention,
+               stochastic, eval_every, num_steps, progress):
+    """All ``num_steps`` steps (and the validations) in one ``lax.scan``; compiled once per model
+    structure, data shapes and setting, and reused across calls of :func:`train`."""
+    prog = Progress(progress, num_steps, "train NJDTPP")
+    step_keys, eval_key = keys[:num_steps], keys[num_steps]
+    has_valid = valid_batch is not None
+    opt_state = optimizer.init(params)
+
+    def body(carry, xs):
+        params, opt_state, best, best_params = carry
+        i, k = xs
+        params, opt_state, loss = _train_step(params, static, opt_state, batch, k, optimizer, batch_size,
+                                              num_substeps, convention, stochastic)
+        v = jnp.full((), jnp.nan, loss.dtype)
+        if has_valid:
+            due = ((i + 1) % eval_every == 0) | (i == num_steps - 1)
+            v = jax.lax.cond(
+                due, lambda p: _train_loss(p, static, valid_batch, eval_key, num_substeps, convention,
+                                           stochastic).astype(loss.dtype),
+                lambda p: jnp.full((), jnp.nan, loss.dtype), params)
+            better = due & jnp.isfinite(v) & (v < best)
+            best = jnp.where(better, v, best)
+            best_params = jax.tree.map(lambda a, b: jnp.where(better, a, b), params, best_params)
+        prog.update(i, {"loss": loss})
+        return (params, opt_state, best, best_params), (loss, v)
+
+    init = (params, opt_state, jnp.full((), jnp.inf, batch.times.dtype), params if has_valid else None)
+    (params, _, _, best_params), (losses, valid_all) = jax.lax.scan(
+        body, init, (jnp.arange(num_steps), step_keys))
+    if not has_valid:
+        return params, losses, jnp.zeros((0,), losses.dtype)
+    evals = np.asarray([s for s in range(num_steps) if (s + 1) % eval_every == 0 or s == num_steps - 1])
+    return best_params, losses, valid_all[evals]

@@ -11,6 +11,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import equinox as eqx
@@ -18,9 +19,49 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from ._common import as_float, check_int, check_positive, check_positive_scalar
+from jaxcore._util import as_float_array, check_int, check_key, check_positive, check_scalar, expected, is_concrete
 from .events import EventBatch, check_batch, check_marks
 from .solver import JumpDiffusion
+
+
+@jax.jit
+def _intensity(mu, t):
+    return jnp.broadcast_to(mu, t.shape + mu.shape)
+
+
+@jax.jit
+def _compensator(mu, t):
+    return t[..., None] * mu
+
+
+@jax.jit
+def _loglik(mu, marks, mask, T):
+    log_term = jnp.sum(jnp.where(mask, jnp.log(mu)[marks], 0.0), axis=1)
+    return log_term - T * jnp.sum(mu)
+
+
+@jax.jit
+def _closed_form_rates(mu, marks, mask, T):
+    counts = jnp.sum(jax.nn.one_hot(marks, mu.shape[0]) * mask[..., None], axis=(0, 1))
+    return jnp.maximum(counts / jnp.sum(T), 1e-12).astype(mu.dtype)
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _simulate(key, mu, T, L, B):
+    """Exact simulation of ``B`` sequences into ``[B, L]`` buffers, one program per (L, B) and dtype."""
+    k_gap, k_mark = jax.random.split(key)
+    dtype = mu.dtype
+    total = jnp.sum(mu)
+    gaps = jax.random.exponential(k_gap, (B, L + 1), dtype) / total
+    arrivals = jnp.cumsum(gaps, axis=1)
+    mask = arrivals[:, :L] <= T
+    overflow = arrivals[:, L] <= T
+    n = jnp.sum(mask, axis=1)
+    last = jnp.where(n > 0, jnp.take_along_axis(arrivals, jnp.maximum(n - 1, 0)[:, None], 1)[:, 0], 0.0)
+    times = jnp.where(mask, arrivals[:, :L], last[:, None])
+    marks = jax.random.categorical(k_mark, jnp.log(mu), shape=(B, L))
+    marks = jnp.where(mask, marks, 0).astype(jnp.int32)
+    return EventBatch(times, marks, mask, jnp.full((B,), T, dtype), mu.shape[0]), overflow
 
 
 class Poisson(eqx.Module):
@@ -33,11 +74,11 @@ class Poisson(eqx.Module):
     mu: Float[Array, " K"]
 
     def __init__(self, mu: Any):
-        mu = as_float(mu, "mu")
+        mu = as_float_array(mu, "mu")
         if mu.ndim == 0:
             mu = mu[None]
         if mu.ndim != 1:
-            raise ValueError(f"mu: expected shape [K], got {mu.shape}")
+            raise ValueError(expected("mu", "shape [K]", f"shape {mu.shape}", raw=True))
         check_positive(mu, "mu")
         self.mu = mu
 
@@ -50,22 +91,19 @@ class Poisson(eqx.Module):
         """``lambda_k(t) = mu_k`` at query times ``[B, Q]``; returns ``[B, Q, K]``."""
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        t = jnp.asarray(t)
-        return jnp.broadcast_to(self.mu, t.shape + (self.num_marks,))
+        return _intensity(self.mu, jnp.asarray(t))
 
     def compensator(self, batch: EventBatch, t: Float[Array, "batch query"] | None = None) -> Array:
         """``Lambda_k(t) = mu_k t``: ``[B, Q, K]`` at ``t`` ``[B, Q]``, or ``[B, K]`` at ``T``."""
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        t = batch.T if t is None else jnp.asarray(t)
-        return t[..., None] * self.mu
+        return _compensator(self.mu, batch.T if t is None else jnp.asarray(t))
 
     def log_likelihood(self, batch: EventBatch) -> Float[Array, " batch"]:
         """``[B]`` exact log-likelihoods (nats): ``sum_i log mu_{m_i} - T sum_k mu_k``."""
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        log_term = jnp.sum(jnp.where(batch.mask, jnp.log(self.mu)[batch.marks], 0.0), axis=1)
-        return log_term - batch.T * jnp.sum(self.mu)
+        return _loglik(self.mu, batch.marks, batch.mask, batch.T)
 
     def simulate(self, key: PRNGKeyArray, T: float, max_events: int, num_sequences: int
                  ) -> tuple[EventBatch, Bool[Array, " batch"]]:
@@ -75,29 +113,18 @@ class Poisson(eqx.Module):
             ``(batch, overflow)``: ``[B, L]`` buffers and ``[B]`` flags, True where more
             than ``max_events`` events fell in ``[0, T]`` (truncated).
         """
-        check_positive_scalar(T, "T")
-        L = check_int(max_events, "max_events")
-        B = check_int(num_sequences, "num_sequences")
-        k_gap, k_mark = jax.random.split(key)
-        dtype = self.mu.dtype
-        total = jnp.sum(self.mu)
-        gaps = jax.random.exponential(k_gap, (B, L + 1), dtype) / total
-        arrivals = jnp.cumsum(gaps, axis=1)
-        mask = arrivals[:, :L] <= T
-        overflow = arrivals[:, L] <= T
-        n = jnp.sum(mask, axis=1)
-        last = jnp.where(n > 0, jnp.take_along_axis(arrivals, jnp.maximum(n - 1, 0)[:, None], 1)[:, 0], 0.0)
-        times = jnp.where(mask, arrivals[:, :L], last[:, None])
-        marks = jax.random.categorical(k_mark, jnp.log(self.mu), shape=(B, L))
-        marks = jnp.where(mask, marks, 0).astype(jnp.int32)
-        return EventBatch(times, marks, mask, jnp.full((B,), T, dtype), self.num_marks), overflow
+        check_key(key)
+        if is_concrete(T):
+            check_scalar(T, "T", positive=True)
+        L = check_int(max_events, "max_events", minimum=1)
+        B = check_int(num_sequences, "num_sequences", minimum=1)
+        return _simulate(key, self.mu, jnp.asarray(T, self.mu.dtype), L, B)
 
     def fit_closed_form(self, batch: EventBatch) -> Poisson:
         """The maximum-likelihood rates ``mu_k = N_k / sum_b T_b`` (counts floored at 1e-12)."""
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        counts = jnp.sum(jax.nn.one_hot(batch.marks, self.num_marks) * batch.mask[..., None], axis=(0, 1))
-        return Poisson(jnp.maximum(counts / jnp.sum(batch.T), 1e-12).astype(self.mu.dtype))
+        return eqx.tree_at(lambda m: m.mu, self, _closed_form_rates(self.mu, batch.marks, batch.mask, batch.T))
 
     def to_unconstrained(self) -> dict[str, Array]:
         """``log mu`` for unconstrained optimisation."""

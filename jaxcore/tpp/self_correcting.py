@@ -14,6 +14,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import equinox as eqx
@@ -21,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from ._common import as_float, check_int, check_positive, check_positive_scalar
+from jaxcore._util import as_float_array, check_int, check_key, check_positive, check_scalar, expected, is_concrete
 from .events import EventBatch, check_batch, check_marks
 from .solver import JumpDiffusion
 
@@ -62,6 +63,37 @@ _compensator_batch = jax.jit(jax.vmap(jax.vmap(_compensator_at, in_axes=(None, N
 _loglik_batch = jax.jit(jax.vmap(_loglik_one, in_axes=(None, None, 0, 0, 0)))
 
 
+@jax.jit
+def _intensity(mu, alpha, times, mask, t):
+    n = jnp.sum(mask[:, None, :] & (times[:, None, :] < t[..., None]), axis=-1)
+    return jnp.exp(mu * t - alpha * n)[..., None]
+
+
+@functools.partial(jax.jit, static_argnums=(4, 5))
+def _simulate(key, mu, alpha, T, L, B):
+    """Exact simulation of ``B`` sequences into ``[B, L]`` buffers, one program per (L, B) and dtype."""
+    dtype = mu.dtype
+    E = jax.random.exponential(key, (B, L + 1), dtype)
+
+    def one(e):
+        def step(carry, ei):
+            t, n = carry
+            t_new = t + jnp.log1p(mu * ei * jnp.exp(alpha * n - mu * t)) / mu
+            return (t_new, n + 1.0), t_new
+
+        _, arr = jax.lax.scan(step, (jnp.zeros((), dtype), jnp.zeros((), dtype)), e)
+        return arr
+
+    arrivals = jax.vmap(one)(E)
+    mask = arrivals[:, :L] <= T
+    overflow = arrivals[:, L] <= T
+    n = jnp.sum(mask, axis=1)
+    last = jnp.where(n > 0, jnp.take_along_axis(arrivals, jnp.maximum(n - 1, 0)[:, None], 1)[:, 0], 0.0)
+    times = jnp.where(mask, arrivals[:, :L], last[:, None])
+    marks = jnp.zeros((B, L), jnp.int32)
+    return EventBatch(times, marks, mask, jnp.full((B,), T, dtype), 1), overflow
+
+
 class SelfCorrecting(eqx.Module):
     """Univariate self-correcting process ``lambda(t) = exp(mu t - alpha N(t-))``.
 
@@ -78,12 +110,12 @@ class SelfCorrecting(eqx.Module):
     alpha: Float[Array, ""]
 
     def __init__(self, mu: Any, alpha: Any):
-        mu = as_float(mu, "mu")
-        alpha = as_float(alpha, "alpha")
+        mu = as_float_array(mu, "mu")
+        alpha = as_float_array(alpha, "alpha")
         if mu.ndim != 0:
-            raise ValueError(f"mu: expected a scalar, got shape {mu.shape}")
+            raise ValueError(expected("mu", "a scalar", f"shape {mu.shape}", raw=True))
         if alpha.ndim != 0:
-            raise ValueError(f"alpha: expected a scalar, got shape {alpha.shape}")
+            raise ValueError(expected("alpha", "a scalar", f"shape {alpha.shape}", raw=True))
         check_positive(mu, "mu")
         check_positive(alpha, "alpha", allow_zero=True)
         self.mu, self.alpha = mu, alpha
@@ -94,9 +126,7 @@ class SelfCorrecting(eqx.Module):
         """``lambda(t) = exp(mu t - alpha N(t-))`` at ``t`` ``[B, Q]``; returns ``[B, Q, 1]``."""
         check_batch(batch)
         check_marks(batch, 1)
-        t = jnp.asarray(t)
-        n = jnp.sum(batch.mask[:, None, :] & (batch.times[:, None, :] < t[..., None]), axis=-1)
-        return jnp.exp(self.mu * t - self.alpha * n)[..., None]
+        return _intensity(self.mu, self.alpha, batch.times, batch.mask, jnp.asarray(t))
 
     def compensator(self, batch: EventBatch, t: Float[Array, "batch query"] | None = None) -> Array:
         """``Lambda(t)``: ``[B, Q, 1]`` at ``t`` ``[B, Q]``, or ``[B, 1]`` at ``T``."""
@@ -120,29 +150,12 @@ class SelfCorrecting(eqx.Module):
             ``(batch, overflow)``: ``[B, L]`` buffers and ``[B]`` flags, True where
             more than ``max_events`` events fell in ``[0, T]``.
         """
-        check_positive_scalar(T, "T")
-        L = check_int(max_events, "max_events")
-        B = check_int(num_sequences, "num_sequences")
-        dtype = self.mu.dtype
-        E = jax.random.exponential(key, (B, L + 1), dtype)
-
-        def one(e):
-            def step(carry, ei):
-                t, n = carry
-                t_new = t + jnp.log1p(self.mu * ei * jnp.exp(self.alpha * n - self.mu * t)) / self.mu
-                return (t_new, n + 1.0), t_new
-
-            _, arr = jax.lax.scan(step, (jnp.zeros((), dtype), jnp.zeros((), dtype)), e)
-            return arr
-
-        arrivals = jax.vmap(one)(E)
-        mask = arrivals[:, :L] <= T
-        overflow = arrivals[:, L] <= T
-        n = jnp.sum(mask, axis=1)
-        last = jnp.where(n > 0, jnp.take_along_axis(arrivals, jnp.maximum(n - 1, 0)[:, None], 1)[:, 0], 0.0)
-        times = jnp.where(mask, arrivals[:, :L], last[:, None])
-        marks = jnp.zeros((B, L), jnp.int32)
-        return EventBatch(times, marks, mask, jnp.full((B,), T, dtype), 1), overflow
+        check_key(key)
+        if is_concrete(T):
+            check_scalar(T, "T", positive=True)
+        L = check_int(max_events, "max_events", minimum=1)
+        B = check_int(num_sequences, "num_sequences", minimum=1)
+        return _simulate(key, self.mu, self.alpha, jnp.asarray(T, self.mu.dtype), L, B)
 
     def to_unconstrained(self) -> dict[str, Array]:
         """Inverse-softplus parameters for unconstrained optimisation."""

@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ._common import check_int
+from jaxcore._util import check_int, check_key, expected
 from .events import EventBatch, check_batch, check_marks
 
 
@@ -264,7 +264,7 @@ def solve(
             sequence); ``None`` integrates the drift only (``g`` ignored).
         method: ``"scan"`` (fixed-step Euler-Maruyama in ``lax.scan``, default),
             ``"diffrax"``, or ``"exact"`` (closed-form drift flow, one step per gap;
-            dynamics with :meth:`JumpDiffusion.flow` only, ``key`` must be None).
+            dynamics with :meth:`JumpDiffusion.flow` only, with ``key=None``).
         num_substeps: steps per inter-event gap (scan; initial/constant step
             ``gap / num_substeps`` for diffrax).
         convention: ``"window"`` (``[0, T]``, default) or ``"paper"`` (``[t_1, t_L]``).
@@ -282,36 +282,49 @@ def solve(
             ``method="exact"`` for dynamics without a closed-form flow or with a
             ``key``, or the batch's number of marks differs from the dynamics'.
     """
+    return _solve_batch(*_solve_args(dynamics, batch, key, method, num_substeps, convention, solver,
+                                     stepsize_controller, max_steps, brownian_tol))
+
+
+def _solve_args(dynamics, batch, key, method="scan", num_substeps=10, convention="window", solver=None,
+                stepsize_controller=None, max_steps=4096, brownian_tol=1e-3) -> tuple:
+    """Validate :func:`solve`'s arguments on the host; return those of :func:`_solve_batch`."""
     if not isinstance(dynamics, JumpDiffusion):
-        raise TypeError(f"dynamics: expected a jaxcore.tpp.JumpDiffusion, got {type(dynamics).__name__}")
+        raise TypeError(expected("dynamics", "a jaxcore.tpp.JumpDiffusion", type(dynamics).__name__, raw=True))
     check_batch(batch)
     check_marks(batch, dynamics.num_marks)
     if method not in _METHODS:
-        raise ValueError(f"method: expected one of {_METHODS}, got {method!r}")
+        raise ValueError(expected("method", f"one of {_METHODS}", method))
     if method == "exact":
         if not dynamics.has_flow():
-            raise ValueError(f"method: 'exact' needs a closed-form flow, which {type(dynamics).__name__} does not "
-                             "have; use 'scan' or 'diffrax'")
+            raise ValueError(expected("method", f"'scan' or 'diffrax' for {type(dynamics).__name__}, which has no "
+                                      "closed-form flow for 'exact'", "exact"))
         if key is not None and dynamics.stochastic:
-            raise ValueError("key: method='exact' integrates the drift only; pass key=None")
+            raise ValueError(expected("key", "None with method='exact' (it integrates the drift only)",
+                                      "a PRNG key", raw=True))
     if convention not in _CONVENTIONS:
-        raise ValueError(f"convention: expected one of {_CONVENTIONS}, got {convention!r}")
-    n = check_int(num_substeps, "num_substeps")
+        raise ValueError(expected("convention", f"one of {_CONVENTIONS}", convention))
+    n = check_int(num_substeps, "num_substeps", minimum=1)
+    if key is not None:
+        check_key(key)
     if method == "diffrax":
         import diffrax
 
         solver = diffrax.Euler() if solver is None else solver
         stepsize_controller = diffrax.ConstantStepSize() if stepsize_controller is None else stepsize_controller
     elif solver is not None or stepsize_controller is not None:
-        raise ValueError("solver/stepsize_controller: only used with method='diffrax', got method='scan'")
-    return _solve_batch(dynamics, batch, key, method, n, convention, solver, stepsize_controller, max_steps,
-                        brownian_tol)
+        name = "solver" if solver is not None else "stepsize_controller"
+        raise ValueError(expected(name, f"None unless method='diffrax' (only used with method='diffrax'; "
+                                        f"method={method!r})", type(solver if solver is not None
+                                                                   else stepsize_controller).__name__, raw=True))
+    return dynamics, batch, key, method, n, convention, solver, stepsize_controller, max_steps, brownian_tol
+
 
 
 @eqx.filter_jit
 def _solve_batch(dynamics, batch, key, method, n, convention, solver, controller, max_steps, bm_tol):
     """The validated solve, compiled as one program (arrays traced, settings static); vmapped over sequences."""
-    keys = jax.random.split(key, batch.batch_size) if key is not None else None
+    keys = jax.random.split(key, batch.num_sequences) if key is not None else None
     fn = lambda t, m, k, T_, kk: _solve_one(  # noqa: E731
         dynamics, t, m, k, T_, kk, method=method, n=n, convention=convention, solver=solver,
         controller=controller, max_steps=max_steps, bm_tol=bm_tol)
@@ -352,10 +365,20 @@ def intensity_path(
     Raises:
         ValueError: unknown ``method`` or ``"exact"`` without a closed-form flow.
     """
+    if not isinstance(dynamics, JumpDiffusion):
+        raise TypeError(expected("dynamics", "a jaxcore.tpp.JumpDiffusion", type(dynamics).__name__, raw=True))
     if method not in ("scan", "exact"):
-        raise ValueError(f"method: expected 'scan' or 'exact', got {method!r}")
+        raise ValueError(expected("method", "'scan' or 'exact'", method))
     if method == "exact" and not dynamics.has_flow():
-        raise ValueError(f"method: 'exact' needs a closed-form flow, which {type(dynamics).__name__} does not have")
+        raise ValueError(expected("method", f"'scan' for {type(dynamics).__name__}, which has no closed-form flow "
+                                            "for 'exact'", "exact"))
+    return _intensity_path(dynamics, jnp.asarray(times), jnp.asarray(marks), jnp.asarray(mask, bool),
+                           jnp.asarray(grid), method)
+
+
+@eqx.filter_jit
+def _intensity_path(dynamics, times, marks, mask, grid, method):
+    """The drift-only intensity path of one sequence, one program per shape and method."""
     eta0 = dynamics.initial_state().astype(grid.dtype)
 
     def step(carry, t):

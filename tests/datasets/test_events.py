@@ -33,11 +33,18 @@ def test_grasshopper():
 @pytest.mark.parametrize("name", sorted(ev.EVENT_DATASETS))
 def test_splits_cover_all_windows(name):
     s = ev.event_splits(name)
-    total = sum(s[k].batch_size for k in ("train", "valid", "test"))
-    assert s["test"].batch_size >= 1 and s["valid"].batch_size >= 1
-    assert s["train"].batch_size > s["test"].batch_size
+    num = {k: len(s[k]["times"]) for k in ("train", "valid", "test")}
+    total = sum(num.values())
+    assert num["test"] >= 1 and num["valid"] >= 1
+    assert num["train"] > num["test"]
+    for k in ("train", "valid", "test"):  # plain arrays on [0, T], one marks array per times array
+        assert len(s[k]["marks"]) == num[k]
+        assert all(isinstance(t, np.ndarray) and t.dtype == np.float64 for t in s[k]["times"])
+        assert all(len(t) == len(m) and np.all((t >= 0) & (t <= s["T"])) for t, m in zip(s[k]["times"], s[k]["marks"]))
+        assert all(np.all((m >= 0) & (m < s["num_marks"])) for m in s[k]["marks"])
+    assert s["max_events"] == max(len(t) for k in num for t in s[k]["times"])
     if name == "coal":
-        assert total == 28 and sum(int(s[k].num_events.sum()) for k in ("train", "valid", "test")) == 191
+        assert total == 28 and sum(len(t) for k in num for t in s[k]["times"]) == 191
     if name == "neuro":
         assert total == 469
 
@@ -53,10 +60,13 @@ def test_cut_and_split_helpers():
         ev.event_splits("nope")
 
 
-def test_synthetic_sets_are_named_generators():
-    import jax
+def test_datasets_is_a_leaf():
+    # datasets imports no family: the synthetic generators live with their models (jaxcore.tpp)
+    import jaxcore.datasets as ds
 
-    b = ev.synthetic_hawkes(jax.random.key(0), num_sequences=4, T=20.0, max_events=100)
-    assert b.batch_size == 4 and b.num_marks == 1
-    with pytest.raises(ValueError, match="max_events: 2 is too small"):
-        ev.synthetic_poisson(jax.random.key(0), num_sequences=4, T=20.0, max_events=2)
+    assert not any(n.startswith("synthetic_") for n in ds.__all__)
+    assert not hasattr(ev, "synthetic_hawkes")
+    import pathlib
+
+    src = pathlib.Path(ev.__file__).read_text()
+    assert "jaxcore.tpp" not in src and "..tpp" not in src

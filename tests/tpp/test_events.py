@@ -25,7 +25,7 @@ def test_defaults_and_roundtrip():
     np.testing.assert_allclose(t[0], [1.0, 2.0])
     np.testing.assert_array_equal(m[1], [0])
     sub = b[1]
-    assert sub.batch_size == 1 and int(sub.num_events[0]) == 1
+    assert sub.num_sequences == 1 and int(sub.num_events[0]) == 1
 
 
 def test_x64_dtype(x64):
@@ -38,7 +38,7 @@ def test_x64_dtype(x64):
     [
         ([[0.1, np.nan]], None, 1.0, {}, ValueError, r"times\[0\]\[1\]: expected a finite"),
         ([[0.1], [-0.5]], None, 1.0, {}, ValueError, r"times\[1\]\[0\]: expected a time in \[0, T"),
-        ([[0.1, 0.5, 0.3]], None, 1.0, {}, ValueError, r"times\[0\]\[2\] = 0.3 is smaller than times\[0\]\[1\]"),
+        ([[0.1, 0.5, 0.3]], None, 1.0, {}, ValueError, r"times\[0\]\[2\]: expected event times sorted .*times\[0\]\[1\] = 0.5\), got 0.3"),
         ([[0.1, 1.5]], None, 1.0, {}, ValueError, r"times\[0\]\[1\]: expected a time in \[0, T=1.0\], got 1.5"),
         ([[0.1, 0.2]], [[0, 3]], 1.0, {"num_marks": 2}, ValueError, r"marks\[0\]\[1\]: expected an event type in \[0, 2\), got 3"),
         ([[0.1, 0.2]], [[0, -1]], 1.0, {}, ValueError, r"marks\[0\]\[1\]"),
@@ -71,7 +71,7 @@ def test_type_errors():
 def test_trim_cuts_padding_to_a_multiple_and_keeps_results():
     b = EventBatch.from_sequences([[0.1, 0.5, 0.9], [0.2], []], T=1.0, max_events=10)
     t = b.trim()
-    assert t.max_events == 3 and t.batch_size == 3
+    assert t.max_events == 3 and t.num_sequences == 3
     np.testing.assert_array_equal(np.asarray(t.num_events), [3, 1, 0])
     assert b.trim(4).max_events == 4 and b.trim(64).max_events == 10  # never longer than the buffer
     h = Hawkes(0.3, 0.5, 1.0)

@@ -10,7 +10,7 @@ def test_hawkes_fit_recovers_parameters(x64):
     true = Hawkes(0.2, 0.8, 1.0)
     b, overflow = true.simulate(jax.random.key(0), 400.0, 1200, 12)
     assert not bool(np.any(overflow))
-    res = fit_mle(Hawkes(0.5, 0.3, 2.0), b, steps=60)
+    res = fit_mle(Hawkes(0.5, 0.3, 2.0), b, num_steps=60)
     m = res.model
     # 12 x 400 time units, ~4800 events: standard errors are a few percent
     assert float(m.mu[0]) == pytest.approx(0.2, rel=0.25)
@@ -27,5 +27,5 @@ def test_fit_errors():
     b = EventBatch.from_sequences([[0.1]])
     with pytest.raises(TypeError, match="model: expected a jaxcore.tpp classical model"):
         fit_mle(object(), b)
-    with pytest.raises(ValueError, match="steps: expected an int >= 1"):
-        fit_mle(Hawkes(0.2, 0.1, 1.0), b, steps=0)
+    with pytest.raises(ValueError, match="num_steps: expected an int >= 1"):
+        fit_mle(Hawkes(0.2, 0.1, 1.0), b, num_steps=0)

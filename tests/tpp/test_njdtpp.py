@@ -48,7 +48,7 @@ def test_checkpoint_roundtrip(tmp_path):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
     assert m2.width == 16 and m2.num_marks == 2
     (tmp_path / "bad").write_bytes(b"\xff\xfe")
-    with pytest.raises(ValueError, match="not an NJDTPP checkpoint"):
+    with pytest.raises(ValueError, match="path: expected an NJDTPP checkpoint"):
         load_checkpoint(tmp_path / "bad")
 
 
@@ -78,12 +78,12 @@ def test_training_improves_likelihood_on_hawkes_data():
     true = Hawkes(0.2, 0.8, 1.0)
     b, _ = true.simulate(jax.random.key(0), 40.0, 96, 24)
     m = NJDTPP(1, key=jax.random.key(1), width=16, init_log_rate=float(np.log(0.5)))
-    res = train(m, b[:16], key=jax.random.key(2), steps=40, batch_size=8, valid_batch=b[16:], eval_every=20)
-    assert res.history.shape == (40,) and res.valid_history.shape == (2,)
+    res = train(jax.random.key(2), m, b[:16], num_steps=40, batch_size=8, valid_batch=b[16:], eval_every=20)
+    assert res.losses.shape == (40,) and res.valid_losses.shape == (2,)
     n = float(b[16:].num_events.sum())
     before = -float(m.log_likelihood(b[16:], jax.random.key(12345)).sum()) / n
-    assert np.all(np.isfinite(res.history))
-    assert min(res.valid_history) < before
+    assert np.all(np.isfinite(res.losses))
+    assert min(res.valid_losses) < before
 
 
 def test_errors():
@@ -92,6 +92,6 @@ def test_errors():
     with pytest.raises(ValueError, match="num_marks: expected an int >= 1"):
         NJDTPP(0, key=jax.random.key(0))
     with pytest.raises(TypeError, match="model: expected an NJDTPP"):
-        train(Hawkes(0.2, 0.1, 1.0), EventBatch.from_sequences([[0.1]]), key=jax.random.key(0))
+        train(jax.random.key(0), Hawkes(0.2, 0.1, 1.0), EventBatch.from_sequences([[0.1]]))
     with pytest.raises(ValueError, match="batch.num_marks: expected 2"):
-        train(NJDTPP(2, key=jax.random.key(0)), EventBatch.from_sequences([[0.1]]), key=jax.random.key(0))
+        train(jax.random.key(0), NJDTPP(2, key=jax.random.key(0)), EventBatch.from_sequences([[0.1]]))

@@ -46,12 +46,12 @@ def test_fit_closed_form_and_optax_agree(x64):
     counts = np.array([((np.asarray(b.marks) == k) & np.asarray(b.mask)).sum() for k in range(2)])
     np.testing.assert_allclose(np.asarray(closed.mu), counts / 400.0, rtol=1e-12)
     for opt, steps in ((None, 30), (optax.adam(0.05), 300)):
-        fitted = fit_mle(Poisson([1.0, 1.0]), b, steps=steps, optimizer=opt).model
+        fitted = fit_mle(Poisson([1.0, 1.0]), b, num_steps=steps, optimizer=opt).model
         np.testing.assert_allclose(np.asarray(fitted.mu), np.asarray(closed.mu), rtol=1e-3)
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="mu: expected finite positive"):
+    with pytest.raises(ValueError, match="mu: expected finite values > 0"):
         Poisson([1.0, -1.0])
     with pytest.raises(ValueError, match=r"mu: expected shape \[K\]"):
         Poisson(np.ones((2, 2)))

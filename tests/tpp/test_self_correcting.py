@@ -51,7 +51,7 @@ def test_padding_invariance(x64):
 
 def test_fit_recovers_parameters(x64):
     b, _ = SelfCorrecting(0.5, 0.2).simulate(jax.random.key(1), 100.0, 400, 16)
-    fitted = fit_mle(SelfCorrecting(1.0, 1.0), b, steps=60).model
+    fitted = fit_mle(SelfCorrecting(1.0, 1.0), b, num_steps=60).model
     assert float(fitted.mu) == pytest.approx(0.5, rel=0.15)
     assert float(fitted.alpha) == pytest.approx(0.2, rel=0.15)
 
@@ -59,7 +59,7 @@ def test_fit_recovers_parameters(x64):
 def test_errors():
     with pytest.raises(ValueError, match="mu: expected a scalar"):
         SelfCorrecting([0.5, 0.5], 0.2)
-    with pytest.raises(ValueError, match="alpha: expected finite non-negative"):
+    with pytest.raises(ValueError, match="alpha: expected finite values >= 0"):
         SelfCorrecting(0.5, -0.2)
     with pytest.raises(ValueError, match="batch.num_marks: expected 1"):
         SelfCorrecting(0.5, 0.2).log_likelihood(EventBatch.from_sequences([[0.1]], [[1]], num_marks=2))

@@ -150,9 +150,9 @@ def test_errors():
     dyn = Poisson(1.0).jump_diffusion()
     with pytest.raises(ValueError, match="method: expected one of"):
         solve(dyn, b, method="rk4")
-    with pytest.raises(ValueError, match="method: 'exact' needs a closed-form flow, which NJDTPP"):
+    with pytest.raises(ValueError, match="method: expected 'scan' or 'diffrax' for NJDTPP, which has no closed-form flow"):
         solve(NJDTPP(1, key=jax.random.key(0)), b, method="exact")
-    with pytest.raises(ValueError, match="method: 'exact' needs a closed-form flow"):
+    with pytest.raises(ValueError, match="method: expected 'scan' for NJDTPP, which has no closed-form flow"):
         intensity_path(NJDTPP(1, key=jax.random.key(0)), b.times[0], b.marks[0], b.mask[0], jnp.zeros(2),
                        method="exact")
     with pytest.raises(NotImplementedError, match="no closed-form flow"):
@@ -161,7 +161,7 @@ def test_errors():
         solve(dyn, b, convention="full")
     with pytest.raises(ValueError, match="num_substeps: expected an int >= 1"):
         solve(dyn, b, num_substeps=0)
-    with pytest.raises(ValueError, match="only used with method='diffrax'"):
+    with pytest.raises(ValueError, match="solver: expected None unless method='diffrax'"):
         solve(dyn, b, solver=diffrax.Tsit5())
     with pytest.raises(TypeError, match="dynamics: expected a jaxcore.tpp.JumpDiffusion"):
         solve(Poisson(1.0), b)
