@@ -1,8 +1,46 @@
 """jaxcore.sam: sharpness-aware minimization (SAM, ASAM, GSAM, OBF) for optax.
 
-See :func:`step` / :func:`sharpness_aware` for the training step,
-:mod:`jaxcore.sam.transforms` for optax transformations and
-:mod:`jaxcore.sam.sharpness` for sharpness measures.
+One loss convention for the whole family: the trainer (:func:`step`,
+:func:`sharpness_aware`, :func:`train`), the ascent gradient
+(:func:`ascent_gradient`) and the sharpness measures
+(:func:`hessian_max_eigenvalue`, :func:`hessian_vector_product`,
+:func:`m_sharpness`) all take::
+
+    loss_fn(params, model_state, batch) -> (loss, aux)
+
+with ``loss`` a scalar mean over the batch; ``aux`` a pytree (a mapping may
+carry ``"model_state"``, the new BatchNorm statistics, and ``"logits"``, needed by
+:class:`OBF`). The measures use ``loss`` only and take ``model_state=`` (default None).
+
+Keys: a function that always draws random numbers takes ``key`` first
+(:func:`random_perturbation`, :func:`hessian_max_eigenvalue`); where only some
+perturbations are random, ``key=None`` (keyword) is the deterministic path and
+:class:`RandomDirection` requires a key (:func:`step`, :func:`train`, and
+:func:`sharpness_aware_transform`, which takes it at construction as optax's noise
+transforms do).
+
+The main workflow, on scikit-learn's digits (a linear softmax model):
+
+>>> import jax, jax.numpy as jnp, optax
+>>> from jaxcore.datasets import load_digits
+>>> from jaxcore.sam import OBF, SAM, hessian_max_eigenvalue, train
+>>> x, y = load_digits()
+>>> data = {"x": jnp.asarray(x[:512].reshape(512, -1)), "label": jnp.asarray(y[:512], jnp.int32)}
+>>> def loss_fn(w, _, b):
+...     logits = b["x"] @ w
+...     return optax.softmax_cross_entropy_with_integer_labels(logits, b["label"]).mean(), {"logits": logits}
+>>> indices = jnp.arange(512).reshape(8, 64)  # 8 steps of 64 examples
+>>> res = train(loss_fn, jnp.zeros((64, 10)), data, indices, optimizer=optax.sgd(0.5),
+...             perturbation=SAM(0.05), perturbation_loss=OBF())
+>>> bool(res.losses[-1] < res.losses[0])
+True
+>>> eig = hessian_max_eigenvalue(jax.random.key(0), loss_fn, res.params, data, num_iters=10).eigenvalue
+>>> bool(eig > 0)
+True
+
+Modules: :mod:`~jaxcore.sam.perturbations` (geometries, OBF), :mod:`~jaxcore.sam.trainer`
+(step, train), :mod:`~jaxcore.sam.transforms` (optax transformations),
+:mod:`~jaxcore.sam.sharpness` (measures).
 """
 
 from .perturbations import (
@@ -26,8 +64,25 @@ from .perturbations import (
     sam_perturbation,
     tree_dot,
 )
-from .sharpness import PowerIterationResult, hessian_max_eigenvalue, hessian_vector_product, m_sharpness
-from .step import SAMState, SharpnessAware, StepInfo, init, sharpness_aware, step
+from .sharpness import (
+    MSharpnessResult,
+    PowerIterationResult,
+    hessian_max_eigenvalue,
+    hessian_vector_product,
+    m_sharpness,
+)
+from .trainer import (
+    SAMState,
+    SharpnessAware,
+    StepInfo,
+    StepResult,
+    TrainResult,
+    ascent_gradient,
+    init,
+    sharpness_aware,
+    step,
+    train,
+)
 from .transforms import (
     SharpnessAwareTransformState,
     asam_adversary,
@@ -41,7 +96,8 @@ __all__ = [
     "asam_perturbation", "default_weight_mask", "global_norm", "gsam_direction", "lr_proportional_rho",
     "obf_alpha", "obf_cotangent", "obf_loss", "random_perturbation", "rho_at", "safe_normalize",
     "sam_perturbation", "tree_dot",
-    "PowerIterationResult", "hessian_max_eigenvalue", "hessian_vector_product", "m_sharpness",
-    "SAMState", "SharpnessAware", "StepInfo", "init", "sharpness_aware", "step",
+    "MSharpnessResult", "PowerIterationResult", "hessian_max_eigenvalue", "hessian_vector_product", "m_sharpness",
+    "SAMState", "SharpnessAware", "StepInfo", "StepResult", "TrainResult", "ascent_gradient", "init",
+    "sharpness_aware", "step", "train",
     "SharpnessAwareTransformState", "asam_adversary", "normalize", "sam_adversary", "sharpness_aware_transform",
 ]

@@ -13,21 +13,73 @@ A SAM-family step has two independent ingredients (Vani et al. 2024, Sec. 4):
 All normalisations here are safe: a zero gradient gives a zero perturbation
 (never NaN, unlike ``optax.contrib.normalize``), and norms are accumulated in
 at least float32 so that bfloat16 parameters work.
+
+Every public function validates its arguments on the host and runs one
+module-level compiled program (``eqx.filter_jit``); the ``_``-prefixed
+implementations are the traced building blocks the trainer composes.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import abc
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from jaxcore._util import check_bool, check_key, check_scalar, expected, is_concrete
+
 PyTree = Any
-Schedule = Callable[[jax.Array], jax.Array]
+#: A radius: a float ``>= 0`` or an optax schedule ``count -> rho`` (``optax.Schedule``).
+Radius = float | optax.Schedule
+
+
+# ----------------------------------------------------------------------------
+# Argument checks (the one dialect of jaxcore._util)
+# ----------------------------------------------------------------------------
+
+
+def _check_radius(rho: Any, name: str = "rho", *, schedule: bool = True) -> None:
+    """A concrete radius is a finite float >= 0; a callable is a schedule (checked at run time)."""
+    if callable(rho) and not eqx.is_array(rho):
+        if schedule:
+            return
+        raise TypeError(expected(name, "a number >= 0 (not a schedule)", type(rho).__name__, raw=True))
+    if is_concrete(rho):
+        check_scalar(rho, name, nonnegative=True)
+
+
+def _check_real(x: Any, name: str, **bounds: Any) -> None:
+    """check_scalar for concrete values; traced values pass (checked by the caller's program)."""
+    if is_concrete(x):
+        check_scalar(x, name, **bounds)
+
+
+def _check_tree(tree: PyTree, name: str) -> None:
+    for leaf in jax.tree.leaves(tree):
+        if not (eqx.is_array_like(leaf) and jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)):
+            raise TypeError(expected(name, "a pytree of float arrays", f"a leaf of type {type(leaf).__name__}",
+                                     raw=True))
+
+
+def _same_structure(a: PyTree, b: PyTree, name_a: str, name_b: str) -> None:
+    sa, sb = jax.tree.structure(a), jax.tree.structure(b)
+    if sa != sb:
+        raise ValueError(expected(name_b, f"a pytree with the structure of {name_a} ({sa})", str(sb), raw=True))
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        if jnp.shape(x) != jnp.shape(y):
+            raise ValueError(expected(name_b, f"leaves with the shapes of {name_a}",
+                                      f"shape {jnp.shape(y)} against {jnp.shape(x)}", raw=True))
+
+
+def _as_scalar(x: Any) -> Any:
+    """A Python number as a weakly typed array (a traced argument, so new values do not recompile)."""
+    return jnp.asarray(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else x
 
 
 # ----------------------------------------------------------------------------
@@ -40,6 +92,32 @@ def _acc_dtype(dtype: Any) -> Any:
     return jnp.promote_types(dtype, jnp.float32)
 
 
+def _tree_dot(a: PyTree, b: PyTree) -> Array:
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    if not la:
+        return jnp.zeros((), jnp.float32)
+    dt = _acc_dtype(jnp.result_type(*la))
+    return sum(jnp.vdot(x.astype(dt).ravel(), y.astype(dt).ravel()) for x, y in zip(la, lb))
+
+
+def _global_norm(tree: PyTree) -> Array:
+    sq = _tree_dot(tree, tree)
+    pos = sq > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
+
+
+def _safe_normalize(tree: PyTree, scale: Any = 1.0) -> tuple[PyTree, Array]:
+    norm = _global_norm(tree)
+    factor = jnp.where(norm > 0, scale / jnp.where(norm > 0, norm, 1.0), 0.0)
+    out = jax.tree.map(lambda x: (factor * x.astype(_acc_dtype(x.dtype))).astype(x.dtype), tree)
+    return out, norm
+
+
+_tree_dot_jit = eqx.filter_jit(_tree_dot)
+_global_norm_jit = eqx.filter_jit(_global_norm)
+_safe_normalize_jit = eqx.filter_jit(_safe_normalize)
+
+
 def tree_dot(a: PyTree, b: PyTree) -> Float[Array, ""]:
     """Inner product ``sum_i <a_i, b_i>`` of two pytrees, accumulated in >= float32.
 
@@ -48,12 +126,21 @@ def tree_dot(a: PyTree, b: PyTree) -> Float[Array, ""]:
 
     Returns:
         A scalar of dtype ``promote(leaf dtype, float32)``.
+
+    Raises:
+        TypeError: a leaf is not a float array.
+        ValueError: the structures or leaf shapes differ.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import tree_dot
+        >>> float(tree_dot({"a": jnp.ones(2)}, {"a": jnp.array([1.0, 2.0])}))
+        3.0
     """
-    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
-    if not la:
-        return jnp.zeros((), jnp.float32)
-    dt = _acc_dtype(jnp.result_type(*la))
-    return sum(jnp.vdot(x.astype(dt).ravel(), y.astype(dt).ravel()) for x, y in zip(la, lb))
+    _check_tree(a, "a")
+    _check_tree(b, "b")
+    _same_structure(a, b, "a", "b")
+    return _tree_dot_jit(a, b)
 
 
 def global_norm(tree: PyTree) -> Float[Array, ""]:
@@ -67,10 +154,18 @@ def global_norm(tree: PyTree) -> Float[Array, ""]:
 
     Returns:
         A non-negative scalar of dtype ``promote(leaf dtype, float32)``.
+
+    Raises:
+        TypeError: a leaf is not a float array.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import global_norm
+        >>> float(global_norm({"a": jnp.array([3.0]), "b": jnp.array([[4.0]])}))
+        5.0
     """
-    sq = tree_dot(tree, tree)
-    pos = sq > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
+    _check_tree(tree, "tree")
+    return _global_norm_jit(tree)
 
 
 def safe_normalize(tree: PyTree, scale: Any = 1.0) -> tuple[PyTree, Float[Array, ""]]:
@@ -78,44 +173,68 @@ def safe_normalize(tree: PyTree, scale: Any = 1.0) -> tuple[PyTree, Float[Array,
 
     Args:
         tree: pytree of float arrays.
-        scale: scalar multiplier (e.g. the radius ``rho``).
+        scale: scalar multiplier (e.g. the radius ``rho``), finite.
 
     Returns:
         ``(normalized, norm)``: the rescaled tree in each leaf's own dtype
         (computed in >= float32), and the global norm of ``tree``.
+
+    Raises:
+        TypeError: a leaf is not a float array, or ``scale`` is not a number.
+        ValueError: ``scale`` is NaN or infinite.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import safe_normalize
+        >>> out, norm = safe_normalize(jnp.array([3.0, 4.0]), 2.0)
+        >>> out.tolist(), float(norm)
+        ([1.2, 1.6], 5.0)
+        >>> safe_normalize(jnp.zeros(2))[0].tolist()
+        [0.0, 0.0]
     """
-    norm = global_norm(tree)
-    factor = jnp.where(norm > 0, scale / jnp.where(norm > 0, norm, 1.0), 0.0)
-    out = jax.tree.map(lambda x: (factor * x.astype(_acc_dtype(x.dtype))).astype(x.dtype), tree)
-    return out, norm
+    _check_tree(tree, "tree")
+    _check_real(scale, "scale")
+    return _safe_normalize_jit(tree, _as_scalar(scale))
 
 
-def _check_rho(rho: Any, name: str = "rho") -> None:
-    if callable(rho):
-        return
-    try:
-        value = float(rho)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a non-negative float or a schedule count -> rho, got {rho!r}") from None
-    if not value >= 0.0:  # also rejects NaN
-        raise ValueError(f"{name} must be >= 0 (perturbation radius), got {rho!r}")
+# ----------------------------------------------------------------------------
+# Radius schedules
+# ----------------------------------------------------------------------------
 
 
-def _as_float(value: Any, name: str) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {value!r}") from None
-
-
-def rho_at(rho: float | Schedule, count: Any) -> jax.Array:
-    """The perturbation radius at step ``count``: ``rho`` or ``rho(count)`` for a schedule."""
+def _rho_at(rho: Radius, count: Any) -> Array:
     return jnp.asarray(rho(count) if callable(rho) else rho)
 
 
+_rho_at_jit = eqx.filter_jit(_rho_at)
+
+
+def rho_at(rho: Radius, count: Int[Array, ""] | int) -> Float[Array, ""]:
+    """The perturbation radius at step ``count``: ``rho`` itself, or ``rho(count)`` for a schedule.
+
+    Args:
+        rho: a float ``>= 0`` or an ``optax.Schedule`` ``count -> rho``.
+        count: the step count (int scalar).
+
+    Returns:
+        The radius (scalar array).
+
+    Raises:
+        TypeError, ValueError: ``rho`` is neither a schedule nor a finite number ``>= 0``.
+
+    Examples:
+        >>> import optax
+        >>> from jaxcore.sam import rho_at
+        >>> float(rho_at(0.05, 3)), float(rho_at(optax.linear_schedule(0.1, 0.0, 10), 5))
+        (0.05, 0.05)
+    """
+    _check_radius(rho)
+    return _rho_at_jit(rho if callable(rho) else _as_scalar(rho), _as_scalar(count))
+
+
 def lr_proportional_rho(
-    lr_schedule: Schedule, lr_max: float, lr_min: float, rho_max: float, rho_min: float = 0.0
-) -> Schedule:
+    lr_schedule: optax.Schedule, lr_max: float, lr_min: float, rho_max: float, rho_min: float = 0.0
+) -> optax.Schedule:
     """GSAM's radius schedule that follows the learning rate.
 
     ``rho_t = rho_min + (rho_max - rho_min) (lr_t - lr_min) / (lr_max - lr_min)``,
@@ -124,10 +243,10 @@ def lr_proportional_rho(
     Args:
         lr_schedule: optax schedule ``count -> lr``.
         lr_max, lr_min: the schedule's largest and smallest learning rates.
-        rho_max, rho_min: radii at ``lr_max`` and ``lr_min``.
+        rho_max, rho_min: radii at ``lr_max`` and ``lr_min`` (>= 0).
 
     Returns:
-        A schedule ``count -> rho`` (float32 scalar).
+        An ``optax.Schedule`` ``count -> rho`` (float32 scalar).
 
     Raises:
         ValueError: ``lr_max <= lr_min`` or a negative radius.
@@ -135,11 +254,21 @@ def lr_proportional_rho(
     References:
         Zhuang et al., "Surrogate Gap Minimization Improves Sharpness-Aware
         Training", ICLR 2022, Sec. 5.1 ("rho_t proportional to lr_t").
+
+    Examples:
+        >>> import optax
+        >>> from jaxcore.sam import lr_proportional_rho
+        >>> sched = lr_proportional_rho(optax.linear_schedule(1.0, 0.1, 10), 1.0, 0.1, rho_max=0.05)
+        >>> round(float(sched(0)), 6), round(float(sched(10)), 6)
+        (0.05, 0.0)
     """
-    if not lr_max > lr_min:
-        raise ValueError(f"lr_max must exceed lr_min, got lr_max={lr_max}, lr_min={lr_min}")
-    _check_rho(rho_max, "rho_max")
-    _check_rho(rho_min, "rho_min")
+    if not callable(lr_schedule):
+        raise TypeError(expected("lr_schedule", "an optax schedule count -> lr", type(lr_schedule).__name__,
+                                 raw=True))
+    lr_min = check_scalar(lr_min, "lr_min")
+    check_scalar(lr_max, "lr_max", low=lr_min, low_open=True)
+    _check_radius(rho_max, "rho_max", schedule=False)
+    _check_radius(rho_min, "rho_min", schedule=False)
 
     def schedule(count: jax.Array) -> jax.Array:
         lr = lr_schedule(count)
@@ -154,28 +283,104 @@ def lr_proportional_rho(
 # ----------------------------------------------------------------------------
 
 
+def _sam_perturbation(grads: PyTree, rho: Any) -> PyTree:
+    eps, _ = _safe_normalize(grads, rho)
+    return eps
+
+
+def default_weight_mask(params: PyTree) -> PyTree:
+    """ASAM's default choice of adapted leaves: arrays with ``ndim >= 2`` (weights, not biases/scales).
+
+    Args:
+        params: the parameter pytree.
+
+    Returns:
+        A pytree like ``params`` of Python bools (static: no array is computed).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import default_weight_mask
+        >>> default_weight_mask({"w": jnp.ones((2, 3)), "b": jnp.ones(3)})
+        {'b': False, 'w': True}
+    """
+    return jax.tree.map(lambda p: bool(jnp.ndim(p) >= 2), params)
+
+
+def _asam_perturbation(grads: PyTree, params: PyTree, rho: Any, eta: Any = 0.01, weight_mask: Any = None) -> PyTree:
+    if weight_mask is None:
+        weight_mask = default_weight_mask
+    mask = weight_mask(params) if callable(weight_mask) else weight_mask
+
+    def t_of(p, m):
+        dt = _acc_dtype(p.dtype)
+        return jnp.abs(p.astype(dt)) + eta if bool(m) else jnp.ones((), dt)
+
+    t = jax.tree.map(t_of, params, mask)
+    tg = jax.tree.map(lambda g, ti: g.astype(ti.dtype) * ti, grads, t)
+    unit, _ = _safe_normalize(tg, rho)
+    return jax.tree.map(lambda u, ti, g: (u * ti).astype(g.dtype), unit, t, grads)
+
+
+def _random_perturbation(key: PRNGKeyArray, like: PyTree, rho: Any) -> PyTree:
+    leaves, treedef = jax.tree.flatten(like)
+    if not leaves:
+        return like
+    # One draw for the whole tree (a single RNG kernel, not one per leaf), then split.
+    sizes = [int(np.prod(jnp.shape(x))) for x in leaves]
+    dt = _acc_dtype(jnp.result_type(*leaves))
+    flat = jax.random.normal(key, (sum(sizes),), dt)
+    offsets = np.cumsum([0] + sizes)
+    z = [flat[a:b].reshape(jnp.shape(x)).astype(x.dtype) for a, b, x in zip(offsets[:-1], offsets[1:], leaves)]
+    eps, _ = _safe_normalize(jax.tree.unflatten(treedef, z), rho)
+    return eps
+
+
+def _gsam_direction(ascent_grads: PyTree, perturbed_grads: PyTree, alpha: Any) -> PyTree:
+    unit, _ = _safe_normalize(perturbed_grads)
+    proj = _tree_dot(ascent_grads, unit)
+
+    def one(h, u, gp):
+        dt = _acc_dtype(gp.dtype)
+        perp = h.astype(dt) - proj * u.astype(dt)
+        return (gp.astype(dt) - alpha * perp).astype(gp.dtype)
+
+    return jax.tree.map(one, ascent_grads, unit, perturbed_grads)
+
+
+_sam_perturbation_jit = eqx.filter_jit(_sam_perturbation)
+_asam_perturbation_jit = eqx.filter_jit(_asam_perturbation)
+_random_perturbation_jit = eqx.filter_jit(_random_perturbation)
+_gsam_direction_jit = eqx.filter_jit(_gsam_direction)
+
+
 def sam_perturbation(grads: PyTree, rho: Any) -> PyTree:
     """SAM's first-order worst-case perturbation ``epsilon = rho g / ||g||_2``.
 
     Args:
-        grads: ascent gradient ``g`` (pytree like the parameters).
-        rho: perturbation radius (>= 0, scalar).
+        grads: ascent gradient ``g`` (pytree of float arrays, like the parameters).
+        rho: perturbation radius (finite, >= 0, scalar; a float or an array).
 
     Returns:
         ``epsilon``, same structure and dtypes as ``grads``; ``||epsilon|| = rho``,
         and the zero tree when ``g = 0``.
 
+    Raises:
+        TypeError: a leaf is not a float array or ``rho`` is not a number.
+        ValueError: ``rho`` negative, NaN or infinite.
+
     References:
         Foret et al., "Sharpness-Aware Minimization for Efficiently Improving
         Generalization", ICLR 2021, Eq. 2.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import sam_perturbation
+        >>> sam_perturbation({"w": jnp.array([3.0, 4.0])}, 0.5)["w"].tolist()
+        [0.3, 0.4]
     """
-    eps, _ = safe_normalize(grads, rho)
-    return eps
-
-
-def default_weight_mask(params: PyTree) -> PyTree:
-    """ASAM's default choice of adapted leaves: arrays with ``ndim >= 2`` (weights, not biases/scales)."""
-    return jax.tree.map(lambda p: jnp.ndim(p) >= 2, params)
+    _check_tree(grads, "grads")
+    _check_radius(rho, schedule=False)
+    return _sam_perturbation_jit(grads, _as_scalar(rho))
 
 
 def asam_perturbation(
@@ -193,30 +398,35 @@ def asam_perturbation(
     Args:
         grads: ascent gradient ``g``.
         params: parameters ``w`` (same structure).
-        rho: radius in the T-scaled norm (>= 0).
-        eta: offset of the normalisation operator (the paper's 0.01).
+        rho: radius in the T-scaled norm (finite, >= 0).
+        eta: offset of the normalisation operator (the paper's 0.01; finite, >= 0).
         weight_mask: pytree of Python bools (or a function ``params -> mask``)
             marking the adapted leaves; default :func:`default_weight_mask`.
 
     Returns:
         ``epsilon``, same structure and dtypes as ``grads``.
 
+    Raises:
+        TypeError: non-float leaves, non-numeric ``rho``/``eta``.
+        ValueError: ``rho`` or ``eta`` negative or not finite; ``params`` not shaped like ``grads``.
+
     References:
         Kwon et al., "ASAM: Adaptive Sharpness-Aware Minimization for
         Scale-Invariant Learning of Deep Neural Networks", ICML 2021, Eq. 9-10.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import asam_perturbation
+        >>> eps = asam_perturbation({"w": jnp.ones((1, 2))}, {"w": jnp.array([[1.0, 3.0]])}, 1.0, eta=0.0)
+        >>> [round(v, 4) for v in eps["w"].ravel().tolist()]  # rho T^2 g / ||T g||, T = |w|
+        [0.3162, 2.8460]
     """
-    if weight_mask is None:
-        weight_mask = default_weight_mask
-    mask = weight_mask(params) if callable(weight_mask) else weight_mask
-
-    def t_of(p, m):
-        dt = _acc_dtype(p.dtype)
-        return jnp.abs(p.astype(dt)) + eta if bool(m) else jnp.ones((), dt)
-
-    t = jax.tree.map(t_of, params, mask)
-    tg = jax.tree.map(lambda g, ti: g.astype(ti.dtype) * ti, grads, t)
-    unit, _ = safe_normalize(tg, rho)
-    return jax.tree.map(lambda u, ti, g: (u * ti).astype(g.dtype), unit, t, grads)
+    _check_tree(grads, "grads")
+    _check_tree(params, "params")
+    _same_structure(grads, params, "grads", "params")
+    _check_radius(rho, schedule=False)
+    _check_real(eta, "eta", nonnegative=True)
+    return _asam_perturbation_jit(grads, params, _as_scalar(rho), _as_scalar(eta), weight_mask)
 
 
 def random_perturbation(key: PRNGKeyArray, like: PyTree, rho: Any) -> PyTree:
@@ -226,24 +436,32 @@ def random_perturbation(key: PRNGKeyArray, like: PyTree, rho: Any) -> PyTree:
     that carries no information about the loss.
 
     Args:
-        key: PRNG key.
-        like: pytree giving the structure, shapes and dtypes.
-        rho: radius (>= 0).
+        key: PRNG key (``jax.random.key``).
+        like: pytree of float arrays giving the structure, shapes and dtypes.
+        rho: radius (finite, >= 0).
 
     Returns:
         ``epsilon`` with the structure of ``like``.
+
+    Raises:
+        TypeError: ``key`` is not a PRNG key; non-float leaves.
+        ValueError: ``rho`` negative or not finite.
+
+    References:
+        Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
+        Within SAM Dynamics", ICML 2024, Sec. 5.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.sam import global_norm, random_perturbation
+        >>> eps = random_perturbation(jax.random.key(0), {"w": jnp.zeros((3, 2))}, 0.1)
+        >>> round(float(global_norm(eps)), 6)
+        0.1
     """
-    leaves, treedef = jax.tree.flatten(like)
-    if not leaves:
-        return like
-    # One draw for the whole tree (a single RNG kernel, not one per leaf), then split.
-    sizes = [int(np.prod(jnp.shape(x))) for x in leaves]
-    dt = _acc_dtype(jnp.result_type(*leaves))
-    flat = jax.random.normal(key, (sum(sizes),), dt)
-    offsets = np.cumsum([0] + sizes)
-    z = [flat[a:b].reshape(jnp.shape(x)).astype(x.dtype) for a, b, x in zip(offsets[:-1], offsets[1:], leaves)]
-    eps, _ = safe_normalize(jax.tree.unflatten(treedef, z), rho)
-    return eps
+    check_key(key)
+    _check_tree(like, "like")
+    _check_radius(rho, schedule=False)
+    return _random_perturbation_jit(key, like, _as_scalar(rho))
 
 
 def gsam_direction(ascent_grads: PyTree, perturbed_grads: PyTree, alpha: Any) -> PyTree:
@@ -256,51 +474,60 @@ def gsam_direction(ascent_grads: PyTree, perturbed_grads: PyTree, alpha: Any) ->
     Args:
         ascent_grads: ``h``, the gradient at ``w`` that built the perturbation.
         perturbed_grads: ``g_p``, the training gradient at ``w + epsilon``.
-        alpha: GSAM's coefficient (>= 0).
+        alpha: GSAM's coefficient (finite, >= 0).
 
     Returns:
         The update direction, same structure and dtypes as ``perturbed_grads``.
 
+    Raises:
+        TypeError: non-float leaves or a non-numeric ``alpha``.
+        ValueError: ``alpha`` negative or not finite; mismatched structures.
+
     References:
         Zhuang et al., "Surrogate Gap Minimization Improves Sharpness-Aware
         Training", ICLR 2022, Algorithm 1 (lines 5-6).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import gsam_direction
+        >>> gsam_direction(jnp.array([1.0, 1.0]), jnp.array([2.0, 0.0]), 0.5).tolist()
+        [2.0, -0.5]
     """
-    unit, _ = safe_normalize(perturbed_grads)
-    proj = tree_dot(ascent_grads, unit)
-
-    def one(h, u, gp):
-        dt = _acc_dtype(gp.dtype)
-        perp = h.astype(dt) - proj * u.astype(dt)
-        return (gp.astype(dt) - alpha * perp).astype(gp.dtype)
-
-    return jax.tree.map(one, ascent_grads, unit, perturbed_grads)
+    _check_tree(ascent_grads, "ascent_grads")
+    _check_tree(perturbed_grads, "perturbed_grads")
+    _same_structure(ascent_grads, perturbed_grads, "ascent_grads", "perturbed_grads")
+    _check_real(alpha, "alpha", nonnegative=True)
+    return _gsam_direction_jit(ascent_grads, perturbed_grads, _as_scalar(alpha))
 
 
 # ----------------------------------------------------------------------------
-# Perturbation geometries (static configuration objects)
+# Perturbation geometries (equinox modules)
 # ----------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Perturbation:
-    """Base class of a perturbation geometry (hashable, usable as a static jit argument).
+class Perturbation(eqx.Module):
+    """Abstract base of a perturbation geometry (an equinox module; hashable, usable as a static argument).
 
-    Subclasses implement :meth:`perturb` and optionally :meth:`direction`.
+    Concrete geometries: :class:`SAM`, :class:`ASAM`, :class:`GSAM`,
+    :class:`RandomDirection`. They implement :meth:`perturb` and optionally
+    :meth:`direction`; both are traced building blocks (called inside the
+    compiled step), not host-validated entry points.
 
     Attributes:
-        rho: perturbation radius, a float ``>= 0`` or an optax-style schedule
-            ``count -> rho``.
+        rho: perturbation radius, a float ``>= 0`` or an ``optax.Schedule``
+            ``count -> rho`` (a schedule's values are checked at run time).
+        needs_key: class constant, True where :meth:`perturb` draws random numbers.
     """
 
-    rho: float | Schedule = 0.05
+    rho: Radius = 0.05
     needs_key: ClassVar[bool] = False
 
-    def __post_init__(self) -> None:
-        _check_rho(self.rho)
+    def __check_init__(self) -> None:
+        _check_radius(self.rho)
 
-    def perturb(self, grads: PyTree, params: PyTree, key: PRNGKeyArray, rho: Any) -> PyTree:
+    @abc.abstractmethod
+    def perturb(self, grads: PyTree, params: PyTree, key: PRNGKeyArray | None, rho: Any) -> PyTree:
         """The perturbation ``epsilon`` from the ascent gradient (``rho`` already evaluated)."""
-        raise NotImplementedError
 
     def direction(self, ascent_grads: PyTree, perturbed_grads: PyTree) -> PyTree:
         """The final update direction from the ascent and perturbed gradients (SAM: ``g_p``)."""
@@ -308,49 +535,64 @@ class Perturbation:
         return perturbed_grads
 
 
-@dataclasses.dataclass(frozen=True)
 class SAM(Perturbation):
     """Sharpness-aware minimization: ``epsilon = rho h / ||h||``, update with ``g(w + epsilon)``.
+
+    Attributes:
+        rho: radius (float >= 0) or ``optax.Schedule``.
+
+    Raises:
+        TypeError, ValueError: ``rho`` neither a schedule nor a finite number >= 0.
 
     References:
         Foret et al., "Sharpness-Aware Minimization for Efficiently Improving
         Generalization", ICLR 2021, Eq. 2-3.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import SAM
+        >>> SAM(rho=0.5).perturb(jnp.array([3.0, 4.0]), None, None, 0.5).tolist()
+        [0.3, 0.4]
     """
 
     def perturb(self, grads, params, key, rho):
         del params, key
-        return sam_perturbation(grads, rho)
+        return _sam_perturbation(grads, rho)
 
 
-@dataclasses.dataclass(frozen=True)
 class ASAM(Perturbation):
     """Adaptive SAM: ``epsilon = rho T^2 h / ||T h||``, ``T = |w| + eta`` on weights only.
 
     Attributes:
         rho: radius in the T-scaled norm (the paper uses larger values than SAM, e.g. 0.5-2).
-        eta: offset of the normalisation operator (0.01).
+        eta: offset of the normalisation operator (0.01; finite, >= 0).
         weight_mask: ``params -> pytree of bool`` (or the pytree) of adapted
-            leaves; default: leaves with ``ndim >= 2``.
+            leaves; default: leaves with ``ndim >= 2`` (static field).
+
+    Raises:
+        TypeError, ValueError: bad ``rho`` or ``eta``.
 
     References:
         Kwon et al., "ASAM: Adaptive Sharpness-Aware Minimization for
         Scale-Invariant Learning of Deep Neural Networks", ICML 2021, Eq. 9-10.
+
+    Examples:
+        >>> from jaxcore.sam import ASAM
+        >>> ASAM(rho=0.5).eta
+        0.01
     """
 
     eta: float = 0.01
-    weight_mask: Any = None
+    weight_mask: Any = eqx.field(default=None, static=True)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not _as_float(self.eta, "eta") >= 0.0:
-            raise ValueError(f"eta must be >= 0, got {self.eta!r}")
+    def __check_init__(self) -> None:
+        _check_real(self.eta, "eta", nonnegative=True)
 
     def perturb(self, grads, params, key, rho):
         del key
-        return asam_perturbation(grads, params, rho, self.eta, self.weight_mask)
+        return _asam_perturbation(grads, params, rho, self.eta, self.weight_mask)
 
 
-@dataclasses.dataclass(frozen=True)
 class GSAM(Perturbation):
     """Surrogate-gap guided SAM: SAM's perturbation, update ``g_p - alpha g_perp``.
 
@@ -362,42 +604,61 @@ class GSAM(Perturbation):
     Attributes:
         rho: radius or schedule; GSAM makes it follow the learning rate, see
             :func:`lr_proportional_rho`.
-        alpha: weight of the orthogonal component (``alpha = 0`` is SAM).
+        alpha: weight of the orthogonal component (``alpha = 0`` is SAM; finite, >= 0).
+
+    Raises:
+        TypeError, ValueError: bad ``rho`` or ``alpha``.
 
     References:
         Zhuang et al., "Surrogate Gap Minimization Improves Sharpness-Aware
         Training", ICLR 2022, Algorithm 1.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import GSAM
+        >>> GSAM(0.05, alpha=0.5).direction(jnp.array([1.0, 1.0]), jnp.array([2.0, 0.0])).tolist()
+        [2.0, -0.5]
     """
 
     alpha: float = 0.01
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not _as_float(self.alpha, "alpha") >= 0.0:
-            raise ValueError(f"alpha must be >= 0, got {self.alpha!r}")
+    def __check_init__(self) -> None:
+        _check_real(self.alpha, "alpha", nonnegative=True)
 
     def perturb(self, grads, params, key, rho):
         del params, key
-        return sam_perturbation(grads, rho)
+        return _sam_perturbation(grads, rho)
 
     def direction(self, ascent_grads, perturbed_grads):
-        return gsam_direction(ascent_grads, perturbed_grads, self.alpha)
+        return _gsam_direction(ascent_grads, perturbed_grads, self.alpha)
 
 
-@dataclasses.dataclass(frozen=True)
 class RandomDirection(Perturbation):
-    """Control: a random direction of norm ``rho`` (ignores the gradient; needs ``key``).
+    """Control: a random direction of norm ``rho`` (ignores the gradient; needs a PRNG key).
+
+    Attributes:
+        rho: radius (float >= 0) or ``optax.Schedule``.
+
+    Raises:
+        TypeError, ValueError: bad ``rho``.
 
     References:
         Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
         Within SAM Dynamics", ICML 2024, Sec. 5 (random perturbations).
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.sam import RandomDirection
+        >>> eps = RandomDirection(0.1).perturb(jnp.zeros(4), None, jax.random.key(0), 0.1)
+        >>> round(float(jnp.linalg.norm(eps)), 6)
+        0.1
     """
 
     needs_key: ClassVar[bool] = True
 
     def perturb(self, grads, params, key, rho):
         del params
-        return random_perturbation(key, grads, rho)
+        return _random_perturbation(key, grads, rho)
 
 
 # ----------------------------------------------------------------------------
@@ -408,20 +669,83 @@ class RandomDirection(Perturbation):
 def _one_hot(labels: Array, num_classes: int, dtype: Any) -> Array:
     if jnp.ndim(labels) == 1:
         if not jnp.issubdtype(labels.dtype, jnp.integer):
-            raise TypeError(f"labels: expected int class indices [batch] or one-hot [batch, classes], got dtype {labels.dtype}")
+            raise TypeError(expected("labels", "int class indices [batch] or one-hot [batch, classes]",
+                                     f"dtype {labels.dtype}", raw=True))
         return jax.nn.one_hot(labels, num_classes, dtype=dtype)
     if jnp.ndim(labels) == 2 and labels.shape[-1] == num_classes:
         return labels.astype(dtype)
-    raise ValueError(f"labels: expected shape [batch] or [batch, {num_classes}], got {jnp.shape(labels)}")
+    raise ValueError(expected("labels", f"shape [batch] or [batch, {num_classes}]", f"shape {jnp.shape(labels)}",
+                              raw=True))
 
 
 def _check_logits_labels(logits: Array, labels: Array) -> None:
     if jnp.ndim(logits) != 2:
-        raise ValueError(f"logits: expected shape [batch, classes], got {jnp.shape(logits)}")
-    if jnp.shape(labels)[0] != logits.shape[0]:
-        raise ValueError(f"labels: batch size {jnp.shape(labels)[0]} does not match logits batch size {logits.shape[0]}")
+        raise ValueError(expected("logits", "shape [batch, classes]", f"shape {jnp.shape(logits)}", raw=True))
+    if jnp.ndim(labels) < 1 or jnp.shape(labels)[0] != logits.shape[0]:
+        raise ValueError(expected("labels", f"a leading batch axis of {logits.shape[0]} (the logits' batch size)",
+                                  f"shape {jnp.shape(labels)}", raw=True))
     if logits.shape[-1] < 2:
-        raise ValueError(f"logits: need at least 2 classes, got {logits.shape[-1]}")
+        raise ValueError(expected("logits", "at least 2 classes", f"{logits.shape[-1]} classes", raw=True))
+
+
+def _check_obf_config(gamma: Any, lam: Any, sigmoid: Any) -> None:
+    _check_real(gamma, "gamma", low=0.0, high=1.0)
+    if lam is not None:
+        check_scalar(lam, "lam", low=0.0, high=1.0, high_open=True)
+    check_bool(sigmoid, "sigmoid")
+
+
+def _obf_alpha(logits, labels, gamma=1.0, lam=None, sigmoid=True):
+    _check_logits_labels(logits, labels)
+    c = logits.shape[-1]
+    lam = 1.0 / c if lam is None else float(lam)
+    dt = _acc_dtype(logits.dtype)
+    x = jax.lax.stop_gradient(logits).astype(dt)
+    p = jax.nn.sigmoid(x) if sigmoid else jax.nn.softmax(x, axis=-1)
+    y = _one_hot(labels, c, dt)
+    p_t = jnp.sum(p * y, axis=-1)
+    if lam == 0.0:
+        return jnp.full(p_t.shape, gamma, dt)
+    a = (1.0 - lam / jnp.maximum(p_t, lam)) / (1.0 - lam)
+    return gamma * jnp.maximum(a, 0.0)
+
+
+def _obf_cotangent(logits, labels, gamma=1.0, lam=None, sigmoid=True):
+    a = _obf_alpha(logits, labels, gamma, lam, sigmoid)[:, None]
+    b, c = logits.shape
+    dt = a.dtype
+    x = jax.lax.stop_gradient(logits).astype(dt)
+    p = jax.nn.sigmoid(x) if sigmoid else jax.nn.softmax(x, axis=-1)
+    y = _one_hot(labels, c, dt)
+    u = jnp.full_like(p, 1.0 / c)
+    return ((u - a * p - (1.0 - a) * y) / b).astype(logits.dtype)
+
+
+def _obf_loss(logits, labels, alpha, sigmoid=True):
+    _check_logits_labels(logits, labels)
+    c = logits.shape[-1]
+    dt = _acc_dtype(logits.dtype)
+    x = logits.astype(dt)
+    y = _one_hot(labels, c, dt)
+    u = jnp.full_like(x, 1.0 / c)
+    a = jax.lax.stop_gradient(jnp.asarray(alpha, dt))
+    if sigmoid:
+        ls, l1s = jax.nn.log_sigmoid(x), jax.nn.log_sigmoid(-x)
+
+        def ce(t):
+            return -jnp.sum(t * ls + (1 - t) * l1s, axis=-1)
+    else:
+        lsm = jax.nn.log_softmax(x, axis=-1)
+
+        def ce(t):
+            return -jnp.sum(t * lsm, axis=-1)
+
+    return jnp.mean((1.0 - a) * ce(y) - ce(u))
+
+
+_obf_alpha_jit = eqx.filter_jit(_obf_alpha)
+_obf_cotangent_jit = eqx.filter_jit(_obf_cotangent)
+_obf_loss_jit = eqx.filter_jit(_obf_loss)
 
 
 def obf_alpha(
@@ -448,22 +772,24 @@ def obf_alpha(
     Returns:
         ``a``, ``[batch]`` in [0, gamma], float (>= float32).
 
+    Raises:
+        ValueError: bad shapes, ``gamma`` outside [0, 1], ``lam`` outside [0, 1).
+        TypeError: float labels of shape ``[batch]``; a non-bool ``sigmoid``.
+
     References:
         Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
         Within SAM Dynamics", ICML 2024, Sec. 4.2.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import obf_alpha
+        >>> logits = jnp.log(jnp.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1]]))
+        >>> [round(v, 4) for v in obf_alpha(logits, jnp.array([0, 0]), sigmoid=False).tolist()]
+        [0.8571, 0.0]
     """
     _check_logits_labels(logits, labels)
-    c = logits.shape[-1]
-    lam = 1.0 / c if lam is None else float(lam)
-    dt = _acc_dtype(logits.dtype)
-    x = jax.lax.stop_gradient(logits).astype(dt)
-    p = jax.nn.sigmoid(x) if sigmoid else jax.nn.softmax(x, axis=-1)
-    y = _one_hot(labels, c, dt)
-    p_t = jnp.sum(p * y, axis=-1)
-    if lam == 0.0:
-        return jnp.full(p_t.shape, gamma, dt)
-    a = (1.0 - lam / jnp.maximum(p_t, lam)) / (1.0 - lam)
-    return gamma * jnp.maximum(a, 0.0)
+    _check_obf_config(gamma, lam, sigmoid)
+    return _obf_alpha_jit(logits, labels, _as_scalar(gamma), None if lam is None else float(lam), bool(sigmoid))
 
 
 def obf_cotangent(
@@ -478,7 +804,7 @@ def obf_cotangent(
     It is the gradient, with ``a`` held fixed, of the ascent objective
     ``mean_b [(1 - a_b) CE(p_b, y_b) - CE(p_b, u)]`` (see :func:`obf_loss`),
     ``u`` uniform over classes; pulling it back through the network
-    (``vjp``) gives OBF's ascent gradient.
+    (``vjp``) gives OBF's ascent gradient (:func:`jaxcore.sam.ascent_gradient`).
 
     Args:
         logits: ``[batch, classes]``.
@@ -488,18 +814,22 @@ def obf_cotangent(
     Returns:
         ``[batch, classes]`` in the logits' dtype (computed in >= float32).
 
+    Raises:
+        ValueError, TypeError: as :func:`obf_alpha`.
+
     References:
         Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
         Within SAM Dynamics", ICML 2024, Eq. 8 (gradient form).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import obf_cotangent
+        >>> obf_cotangent(jnp.zeros((1, 2)), jnp.array([0]), lam=0.0).tolist()  # a = 1: (u - p) / B
+        [[0.0, 0.0]]
     """
-    a = obf_alpha(logits, labels, gamma, lam, sigmoid)[:, None]
-    b, c = logits.shape
-    dt = a.dtype
-    x = jax.lax.stop_gradient(logits).astype(dt)
-    p = jax.nn.sigmoid(x) if sigmoid else jax.nn.softmax(x, axis=-1)
-    y = _one_hot(labels, c, dt)
-    u = jnp.full_like(p, 1.0 / c)
-    return ((u - a * p - (1.0 - a) * y) / b).astype(logits.dtype)
+    _check_logits_labels(logits, labels)
+    _check_obf_config(gamma, lam, sigmoid)
+    return _obf_cotangent_jit(logits, labels, _as_scalar(gamma), None if lam is None else float(lam), bool(sigmoid))
 
 
 def obf_loss(
@@ -522,58 +852,63 @@ def obf_loss(
 
     Returns:
         Scalar loss in nats.
+
+    Raises:
+        ValueError, TypeError: as :func:`obf_alpha`.
+
+    References:
+        Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
+        Within SAM Dynamics", ICML 2024, Eq. 8.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import obf_loss
+        >>> round(float(obf_loss(jnp.zeros((1, 2)), jnp.array([0]), jnp.ones(1), sigmoid=False)), 4)  # -CE(p, u)
+        -0.6931
     """
     _check_logits_labels(logits, labels)
-    c = logits.shape[-1]
-    dt = _acc_dtype(logits.dtype)
-    x = logits.astype(dt)
-    y = _one_hot(labels, c, dt)
-    u = jnp.full_like(x, 1.0 / c)
-    a = jax.lax.stop_gradient(jnp.asarray(alpha, dt))
-    if sigmoid:
-        ls, l1s = jax.nn.log_sigmoid(x), jax.nn.log_sigmoid(-x)
-
-        def ce(t):
-            return -jnp.sum(t * ls + (1 - t) * l1s, axis=-1)
-    else:
-        lsm = jax.nn.log_softmax(x, axis=-1)
-
-        def ce(t):
-            return -jnp.sum(t * lsm, axis=-1)
-
-    return jnp.mean((1.0 - a) * ce(y) - ce(u))
+    check_bool(sigmoid, "sigmoid")
+    return _obf_loss_jit(logits, labels, alpha, bool(sigmoid))
 
 
-@dataclasses.dataclass(frozen=True)
-class OBF:
+class OBF(eqx.Module):
     """Output-bias forgetting as the perturbation loss (combine with any geometry).
 
     With ``SAM`` this is the paper's SAM-OBF (often just "OBF"); with ``GSAM``
     or ``ASAM``, GSAM-OBF and ASAM-OBF. The ascent gradient is the vjp of the
-    logits with :func:`obf_cotangent`.
+    logits with :func:`obf_cotangent` (:func:`jaxcore.sam.ascent_gradient`).
 
     Attributes:
         gamma: scale of ``a`` in [0, 1] (the authors use 1, or 1e-12 with SGD).
-        lam: threshold ``lambda``; default ``1 / classes``.
-        sigmoid: predictions by sigmoid (authors' default) or softmax.
-        labels_key: key of the labels in the batch mapping.
+        lam: threshold ``lambda`` in [0, 1); default ``1 / classes`` (static).
+        sigmoid: predictions by sigmoid (authors' default) or softmax (static).
+        labels_key: key of the labels in the batch mapping (static).
+
+    Raises:
+        TypeError: non-numeric ``gamma``/``lam``, non-bool ``sigmoid``, non-str ``labels_key``.
+        ValueError: ``gamma`` outside [0, 1], ``lam`` outside [0, 1).
 
     References:
         Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
         Within SAM Dynamics", ICML 2024, Sec. 4.2.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import OBF
+        >>> OBF(lam=0.0).cotangent(jnp.zeros((1, 2)), jnp.array([0])).tolist()
+        [[0.0, 0.0]]
     """
 
     gamma: float = 1.0
-    lam: float | None = None
-    sigmoid: bool = True
-    labels_key: str = "label"
+    lam: float | None = eqx.field(default=None, static=True)
+    sigmoid: bool = eqx.field(default=True, static=True)
+    labels_key: str = eqx.field(default="label", static=True)
 
-    def __post_init__(self) -> None:
-        if not 0.0 <= _as_float(self.gamma, "gamma") <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1], got {self.gamma!r}")
-        if self.lam is not None and not 0.0 <= _as_float(self.lam, "lam") < 1.0:
-            raise ValueError(f"lam must be in [0, 1) or None (1/classes), got {self.lam!r}")
+    def __check_init__(self) -> None:
+        _check_obf_config(self.gamma, self.lam, self.sigmoid)
+        if not isinstance(self.labels_key, str):
+            raise TypeError(expected("labels_key", "a str", type(self.labels_key).__name__, raw=True))
 
     def cotangent(self, logits: Array, labels: Array) -> Array:
-        """:func:`obf_cotangent` with this configuration."""
-        return obf_cotangent(logits, labels, self.gamma, self.lam, self.sigmoid)
+        """:func:`obf_cotangent` with this configuration (traced building block)."""
+        return _obf_cotangent(logits, labels, self.gamma, self.lam, self.sigmoid)

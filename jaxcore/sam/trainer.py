@@ -1,11 +1,11 @@
-"""One training step of the SAM family, in the manner of optax.
+"""The training step of the SAM family, in the manner of optax, and a scanned training loop.
 
-A step computes, on each micro-batch of ``m`` examples (m-sharpness, vmapped):
+A step computes, on each of ``k`` micro-batches (m-sharpness with ``m = B / k``, vmapped):
 
 1. the clean pass at ``w``: the loss, the auxiliary outputs (BatchNorm
    statistics, logits, metrics: these come from this pass only) and the
    ascent gradient ``h`` (of the training loss, or OBF's cotangent pulled back
-   through the logits);
+   through the logits: :func:`ascent_gradient`);
 2. the perturbation ``epsilon = perturbation.perturb(h, w)``;
 3. the training gradient ``g_p`` at ``w + epsilon`` (its auxiliary outputs are
    discarded, so running statistics are not updated twice);
@@ -14,15 +14,21 @@ A step computes, on each micro-batch of ``m`` examples (m-sharpness, vmapped):
 then averages ``d`` over micro-batches (and devices, with ``axis_name``) and
 hands it to any optax optimizer, applied at ``w``.
 
-The loss function's contract::
+The loss function's contract, the one of the whole family (:mod:`jaxcore.sam`)::
 
     loss_fn(params, model_state, batch) -> (loss, aux)
 
 ``loss`` is a scalar mean over the batch; ``aux`` is any pytree; when it is a
 mapping, ``aux["model_state"]`` (if present) is the new model state (e.g.
 BatchNorm running statistics) and ``aux["logits"]`` (``[batch, classes]``) is
-required by :class:`~jaxcore.sam.perturbations.OBF`. ``batch`` is a pytree
-whose leaves share a leading batch axis.
+required by :class:`~jaxcore.sam.OBF`. ``batch`` is a pytree whose leaves share
+a leading batch axis.
+
+:func:`step`, :func:`ascent_gradient` and :func:`train` validate on the host and
+run one module-level compiled program each (``eqx.filter_jit``; ``loss_fn``, the
+optimizer and the perturbation objects are static, hashed by identity/value), so
+a second call with the same configuration and shapes does not recompile. They can
+still be called inside ``jax.jit``, ``lax.scan``, ``vmap`` and ``shard_map``.
 """
 
 from __future__ import annotations
@@ -33,9 +39,14 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
+from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .perturbations import OBF, Perturbation, global_norm, rho_at
+from jaxcore._util import Progress, check_bool, check_int, check_key, check_progress, error_if, expected
+
+from .perturbations import OBF, Perturbation, _check_tree, _global_norm, _rho_at
+from .sharpness import _check_loss_fn
 
 PyTree = Any
 LossFn = Callable[[PyTree, PyTree, PyTree], tuple[jax.Array, Any]]
@@ -74,6 +85,20 @@ class StepInfo(NamedTuple):
     rho: jax.Array
 
 
+class StepResult(NamedTuple):
+    """Result of :func:`step`; unpacks as ``params, state, info``.
+
+    Attributes:
+        params: the updated parameters ``w + optax_update(d)``.
+        state: the new :class:`SAMState`.
+        info: :class:`StepInfo` diagnostics.
+    """
+
+    params: PyTree
+    state: SAMState
+    info: StepInfo
+
+
 def init(params: PyTree, optimizer: optax.GradientTransformation, model_state: PyTree = None) -> SAMState:
     """The initial :class:`SAMState` for ``params`` and an optax ``optimizer``.
 
@@ -84,8 +109,53 @@ def init(params: PyTree, optimizer: optax.GradientTransformation, model_state: P
 
     Returns:
         ``SAMState(count=0, opt_state=optimizer.init(params), model_state)``.
+
+    Raises:
+        TypeError: ``optimizer`` is not an optax ``GradientTransformation``.
+
+    Examples:
+        >>> import jax.numpy as jnp, optax
+        >>> from jaxcore.sam import init
+        >>> int(init(jnp.zeros(3), optax.sgd(0.1)).count)
+        0
     """
+    _check_optimizer(optimizer)
     return SAMState(jnp.zeros((), jnp.int32), optimizer.init(params), model_state)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _check_optimizer(optimizer: Any) -> None:
+    if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
+        raise TypeError(expected("optimizer", "an optax GradientTransformation", type(optimizer).__name__, raw=True))
+
+
+def _check_perturbations(perturbation: Any, perturbation_loss: Any) -> None:
+    if perturbation is not None and not isinstance(perturbation, Perturbation):
+        raise TypeError(expected("perturbation", "a Perturbation (SAM, ASAM, GSAM, RandomDirection) or None",
+                                 type(perturbation).__name__, raw=True))
+    if perturbation_loss is not None and not isinstance(perturbation_loss, OBF):
+        raise TypeError(expected("perturbation_loss", "None or OBF", type(perturbation_loss).__name__, raw=True))
+    if perturbation is None and perturbation_loss is not None:
+        raise ValueError(expected("perturbation_loss", "None when perturbation=None (the plain base optimizer; OBF "
+                                  "sets the loss of a perturbation such as SAM(rho))", perturbation_loss))
+
+
+def _check_labels(batch: PyTree, obf: OBF) -> None:
+    if not (isinstance(batch, Mapping) and obf.labels_key in batch):
+        keys = sorted(batch.keys()) if isinstance(batch, Mapping) else type(batch).__name__
+        raise ValueError(expected("batch", f"a mapping holding the labels under {obf.labels_key!r} "
+                                  "(perturbation_loss=OBF)", f"keys {keys}" if isinstance(keys, list) else keys,
+                                  raw=True))
+
+
+def _check_key_for(perturbation: Perturbation | None, key: Any) -> None:
+    if key is not None:
+        check_key(key)
+    elif perturbation is not None and perturbation.needs_key:
+        raise TypeError(expected("key", f"a jax.random.key(...) array ({type(perturbation).__name__} draws a "
+                                 "random direction)", "None", raw=True))
 
 
 def _split_aux(aux: Any) -> tuple[Any, Any, bool]:
@@ -98,10 +168,9 @@ def _split_aux(aux: Any) -> tuple[Any, Any, bool]:
 
 def _logits_of(aux: Any) -> jax.Array:
     if not (isinstance(aux, Mapping) and "logits" in aux):
-        raise ValueError(
-            "perturbation_loss=OBF(...) needs the logits: loss_fn must return (loss, aux) with aux a "
-            f"mapping holding aux['logits'] of shape [batch, classes]; got aux of type {type(aux).__name__}"
-        )
+        raise ValueError(expected("aux", "a mapping holding aux['logits'] of shape [batch, classes] "
+                                  "(perturbation_loss=OBF needs the logits)", f"aux of type {type(aux).__name__}",
+                                  raw=True))
     return aux["logits"]
 
 
@@ -149,100 +218,45 @@ def _as_device_varying(tree: PyTree, axis_name: str) -> PyTree:
 def _batch_size(batch: PyTree) -> int:
     leaves = jax.tree.leaves(batch)
     if not leaves:
-        raise ValueError("batch: expected a pytree of arrays with a leading batch axis, got no arrays")
-    sizes = {jnp.shape(x)[0] if jnp.ndim(x) else None for x in leaves}
+        raise ValueError(expected("batch", "a pytree of arrays with a leading batch axis", "no arrays", raw=True))
+    shapes = [tuple(x.shape) if hasattr(x, "shape") else np.shape(x) for x in leaves]
+    sizes = {s[0] if s else None for s in shapes}
     if len(sizes) != 1 or None in sizes:
-        raise ValueError(f"batch: all leaves need the same leading batch axis, got leading sizes {sorted(map(str, sizes))}")
+        raise ValueError(expected("batch", "leaves sharing one leading batch axis",
+                                  f"leading sizes {sorted(map(str, sizes))}", raw=True))
     return sizes.pop()
 
 
-def step(
-    loss_fn: LossFn,
-    params: PyTree,
-    state: SAMState,
-    batch: PyTree,
-    key: jax.Array | None = None,
-    *,
-    optimizer: optax.GradientTransformation,
-    perturbation: Perturbation | None,
-    perturbation_loss: OBF | None = None,
-    micro_batch_size: int | None = None,
-    axis_name: str | None = None,
-    sync_perturbation: bool = False,
-) -> tuple[PyTree, SAMState, StepInfo]:
-    """One SAM-family step: clean pass, perturbation, perturbed gradient, optax update.
+def _num_micro(num_micro_batches: Any, b: int) -> int:
+    if num_micro_batches is None:
+        return 1
+    k = check_int(num_micro_batches, "num_micro_batches", minimum=1)
+    if b % k:
+        raise ValueError(expected("num_micro_batches", f"a positive divisor of the batch size {b}", k))
+    return k
 
-    ``w <- w + optax_update(d)``, ``d = direction(h, grad L(w + epsilon(h)))``
-    averaged over micro-batches of size ``m`` (m-sharpness) and devices.
 
-    Args:
-        loss_fn: ``loss_fn(params, model_state, batch) -> (loss, aux)`` (see the
-            module docstring); pure and jit-compatible.
-        params: parameters ``w`` (any float dtype, bfloat16 included).
-        state: :class:`SAMState` from :func:`init`.
-        batch: pytree with a leading batch axis ``[B, ...]``; with ``OBF`` a
-            mapping holding integer labels ``[B]`` (or one-hot ``[B, C]``)
-            under ``perturbation_loss.labels_key``.
-        key: PRNG key; needed by :class:`RandomDirection` (else unused).
-        optimizer: any optax ``GradientTransformation`` (applied at ``w``).
-        perturbation: a :class:`~jaxcore.sam.perturbations.Perturbation`
-            (SAM, ASAM, GSAM, RandomDirection), or ``None`` for the plain base
-            optimizer (one gradient evaluation).
-        perturbation_loss: ``None`` (ascend the training loss) or
-            :class:`~jaxcore.sam.perturbations.OBF`.
-        micro_batch_size: ``m`` of m-sharpness: each perturbation is computed on
-            ``B / m`` disjoint micro-batches (vmapped); ``None`` means ``m = B``.
-            Model-state float leaves are averaged over micro-batches.
-        axis_name: named axis of ``shard_map``/``pmap`` over devices; the final
-            directions, losses and float model-state leaves are ``pmean``-ed.
-        sync_perturbation: with ``axis_name``, average the ascent gradient (and
-            the perturbed gradient, before GSAM's decomposition) over devices,
-            so every device uses the same perturbation, as on one device with
-            the concatenated batch. Default ``False``: per-device perturbations
-            as in the original SAM.
+def _ascent(loss_fn, params, model_state, batch, obf):
+    """(loss, aux, h) of the clean pass: h the training-loss gradient, or OBF's pulled-back cotangent."""
+    if obf is None:
+        (loss, aux), h = jax.value_and_grad(loss_fn, has_aux=True)(params, model_state, batch)
+        return loss, aux, h
 
-    Returns:
-        ``(new_params, new_state, info)`` with :class:`StepInfo` ``info``.
+    def logits_fn(p):
+        loss, aux = loss_fn(p, model_state, batch)
+        return _logits_of(aux), (loss, aux)
 
-    Raises:
-        ValueError: ``micro_batch_size`` not a positive divisor of the batch
-            size; OBF without labels in the batch or without ``aux["logits"]``;
-            OBF with ``perturbation=None``.
-        TypeError: ``optimizer``, ``perturbation`` or ``perturbation_loss`` of a wrong type;
-            ``RandomDirection`` without ``key``.
+    logits, vjp, (loss, aux) = jax.vjp(logits_fn, params, has_aux=True)
+    (h,) = vjp(obf.cotangent(logits, batch[obf.labels_key]))
+    return loss, aux, h
 
-    References:
-        Foret et al., "Sharpness-Aware Minimization for Efficiently Improving
-        Generalization", ICLR 2021, Algorithm 1 and Sec. 4.1 (m-sharpness).
-        Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
-        Within SAM Dynamics", ICML 2024, Sec. 4.
-    """
-    if perturbation is not None and not isinstance(perturbation, Perturbation):
-        raise TypeError(f"perturbation: expected a Perturbation (SAM, ASAM, GSAM, RandomDirection) or None, got {type(perturbation).__name__}")
-    if perturbation_loss is not None and not isinstance(perturbation_loss, OBF):
-        raise TypeError(f"perturbation_loss: expected None or OBF, got {type(perturbation_loss).__name__}")
-    if perturbation is None and perturbation_loss is not None:
-        raise ValueError("perturbation_loss: OBF sets the loss of a perturbation, but perturbation=None (plain base "
-                         "optimizer); pass a perturbation such as SAM(rho) or drop perturbation_loss")
-    if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
-        raise TypeError(f"optimizer: expected an optax GradientTransformation, got {type(optimizer).__name__}")
+
+# ----------------------------------------------------------------------------- the step
+
+
+def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, axis_name, sync_perturbation):
     b = _batch_size(batch)
-    if micro_batch_size is None:
-        m = b
-    else:
-        if isinstance(micro_batch_size, bool) or not isinstance(micro_batch_size, int):
-            raise TypeError(f"micro_batch_size: expected a positive int or None, got {micro_batch_size!r}")
-        if micro_batch_size <= 0 or b % micro_batch_size:
-            raise ValueError(f"micro_batch_size: expected a positive divisor of the batch size {b}, got {micro_batch_size}")
-        m = micro_batch_size
-    k = b // m
-    obf = perturbation_loss
-    if obf is not None and perturbation is not None:
-        if not (isinstance(batch, Mapping) and obf.labels_key in batch):
-            keys = list(batch.keys()) if isinstance(batch, Mapping) else type(batch).__name__
-            raise ValueError(f"OBF needs labels: batch must be a mapping with key {obf.labels_key!r}, got {keys}")
-    if perturbation is not None and perturbation.needs_key and key is None:
-        raise TypeError(f"{type(perturbation).__name__} needs a PRNG key: pass key=jax.random.key(...)")
+    m = b // k
     model_state = state.model_state
     # Differentiate at per-device copies; update the (replicated) params.
     params_v = _as_device_varying(params, axis_name) if axis_name is not None else params
@@ -260,7 +274,7 @@ def step(
         new_params = optax.apply_updates(params, updates)
         zero = jnp.zeros((), jnp.float32)
         info = StepInfo(loss, aux, loss, zero, zero)
-        return new_params, SAMState(state.count + 1, opt_state, new_ms if has_ms else model_state), info
+        return StepResult(new_params, SAMState(state.count + 1, opt_state, new_ms if has_ms else model_state), info)
 
     # --- micro-batches --------------------------------------------------------
     def over_micro(fn, *trees):
@@ -273,25 +287,16 @@ def step(
     micro = jax.tree.map(lambda x: x.reshape((k, m) + x.shape[1:]), batch)
 
     def ascent_pass(mb):
-        if obf is None:
-            (loss, aux), h = jax.value_and_grad(loss_fn, has_aux=True)(params_v, model_state, mb)
-            return loss, aux, h
-
-        def logits_fn(p):
-            loss, aux = loss_fn(p, model_state, mb)
-            return _logits_of(aux), (loss, aux)
-
-        logits, vjp, (loss, aux) = jax.vjp(logits_fn, params_v, has_aux=True)
-        (h,) = vjp(obf.cotangent(logits, mb[obf.labels_key]))
-        return loss, aux, h
+        return _ascent(loss_fn, params_v, model_state, mb, obf)
 
     losses, auxes, hs = over_micro(ascent_pass, micro)
     if axis_name is not None and sync_perturbation:
         hs = jax.lax.pmean(hs, axis_name)
 
-    rho = rho_at(perturbation.rho, state.count)
+    rho = _rho_at(perturbation.rho, state.count)
     if callable(perturbation.rho):  # constants were validated at construction
-        rho = eqx.error_if(rho, ~(rho >= 0), "perturbation radius rho must be >= 0 (schedule returned a negative or NaN value)")
+        rho = error_if(rho, ~(rho >= 0), "rho", "a schedule value >= 0 (the perturbation radius), got a negative "
+                       "or NaN value")
     if key is None:
         keys = jnp.zeros((k, 2), jnp.uint32)  # unused by deterministic perturbations
     else:
@@ -316,9 +321,9 @@ def step(
     loss, loss_p = jnp.mean(losses), jnp.mean(losses_p)
     if k == 1:
         # Same expression as inside the perturbation's normalisation, so XLA shares it (no extra pass over h).
-        ascent_norm = global_norm(jax.tree.map(lambda x: x[0], hs))
+        ascent_norm = _global_norm(jax.tree.map(lambda x: x[0], hs))
     else:
-        ascent_norm = jnp.mean(jax.vmap(global_norm)(hs))
+        ascent_norm = jnp.mean(jax.vmap(_global_norm)(hs))
     if axis_name is not None:
         if not sync_perturbation:
             d = jax.lax.pmean(d, axis_name)
@@ -333,18 +338,189 @@ def step(
     updates, opt_state = optimizer.update(d, state.opt_state, params)
     new_params = optax.apply_updates(params, updates)
     info = StepInfo(loss, aux, loss_p, ascent_norm, jnp.asarray(rho, jnp.float32))
-    return new_params, SAMState(state.count + 1, opt_state, new_ms), info
+    return StepResult(new_params, SAMState(state.count + 1, opt_state, new_ms), info)
+
+
+_step_jit = eqx.filter_jit(_step)
+
+
+def _validate_step(loss_fn, batch, key, optimizer, perturbation, perturbation_loss, num_micro_batches, axis_name,
+                   sync_perturbation) -> int:
+    _check_loss_fn(loss_fn)
+    _check_perturbations(perturbation, perturbation_loss)
+    _check_optimizer(optimizer)
+    k = _num_micro(num_micro_batches, _batch_size(batch))
+    if perturbation_loss is not None:
+        _check_labels(batch, perturbation_loss)
+    _check_key_for(perturbation, key)
+    if axis_name is not None and not isinstance(axis_name, str):
+        raise TypeError(expected("axis_name", "a str or None", type(axis_name).__name__, raw=True))
+    check_bool(sync_perturbation, "sync_perturbation")
+    return k
+
+
+def step(
+    loss_fn: LossFn,
+    params: PyTree,
+    state: SAMState,
+    batch: PyTree,
+    *,
+    key: PRNGKeyArray | None = None,
+    optimizer: optax.GradientTransformation,
+    perturbation: Perturbation | None,
+    perturbation_loss: OBF | None = None,
+    num_micro_batches: int | None = None,
+    axis_name: str | None = None,
+    sync_perturbation: bool = False,
+) -> StepResult:
+    """One SAM-family step: clean pass, perturbation, perturbed gradient, optax update.
+
+    ``w <- w + optax_update(d)``, ``d = direction(h, grad L(w + epsilon(h)))``
+    averaged over ``k`` micro-batches of ``m = B / k`` examples (m-sharpness) and devices.
+
+    Args:
+        loss_fn: ``loss_fn(params, model_state, batch) -> (loss, aux)`` (see the
+            module docstring); pure and jit-compatible (static: pass the same function object
+            to reuse the compiled step).
+        params: parameters ``w`` (any float dtype, bfloat16 included).
+        state: :class:`SAMState` from :func:`init`.
+        batch: pytree with a leading batch axis ``[B, ...]``; with ``OBF`` a
+            mapping holding integer labels ``[B]`` (or one-hot ``[B, C]``)
+            under ``perturbation_loss.labels_key``.
+        key: PRNG key, or ``None``, the deterministic path: required by
+            :class:`~jaxcore.sam.RandomDirection` (TypeError without it), unused
+            by SAM, ASAM and GSAM (their steps do not depend on it).
+        optimizer: any optax ``GradientTransformation`` (applied at ``w``).
+        perturbation: a :class:`~jaxcore.sam.Perturbation`
+            (SAM, ASAM, GSAM, RandomDirection), or ``None`` for the plain base
+            optimizer (one gradient evaluation).
+        perturbation_loss: ``None`` (ascend the training loss) or :class:`~jaxcore.sam.OBF`.
+        num_micro_batches: ``k`` of m-sharpness: each perturbation is computed on
+            ``k`` disjoint micro-batches of ``B / k`` examples (vmapped); ``None``
+            means ``k = 1`` (one perturbation for the batch). Model-state float
+            leaves are averaged over micro-batches.
+        axis_name: named axis of ``shard_map``/``pmap`` over devices; the final
+            directions, losses and float model-state leaves are ``pmean``-ed.
+        sync_perturbation: with ``axis_name``, average the ascent gradient (and
+            the perturbed gradient, before GSAM's decomposition) over devices,
+            so every device uses the same perturbation, as on one device with
+            the concatenated batch. Default ``False``: per-device perturbations
+            as in the original SAM.
+
+    Returns:
+        :class:`StepResult` ``(params, state, info)``.
+
+    Raises:
+        ValueError: ``num_micro_batches`` not a positive divisor of the batch
+            size; OBF without labels in the batch or without ``aux["logits"]``;
+            OBF with ``perturbation=None``.
+        TypeError: ``optimizer``, ``perturbation`` or ``perturbation_loss`` of a wrong type;
+            ``RandomDirection`` without ``key``; a ``key`` that is not a PRNG key.
+
+    References:
+        Foret et al., "Sharpness-Aware Minimization for Efficiently Improving
+        Generalization", ICLR 2021, Algorithm 1 and Sec. 4.1 (m-sharpness).
+        Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
+        Within SAM Dynamics", ICML 2024, Sec. 4.
+
+    Examples:
+        >>> import jax.numpy as jnp, optax
+        >>> from jaxcore.sam import SAM, init, step
+        >>> loss_fn = lambda w, _, b: (jnp.mean((b["x"] @ w - b["y"]) ** 2), {})
+        >>> batch = {"x": jnp.eye(2), "y": jnp.ones(2)}
+        >>> w, state, info = step(loss_fn, jnp.zeros(2), init(jnp.zeros(2), optax.sgd(0.1)), batch,
+        ...                       optimizer=optax.sgd(0.1), perturbation=SAM(0.05))
+        >>> round(float(info.loss), 4), int(state.count)
+        (1.0, 1)
+    """
+    k = _validate_step(loss_fn, batch, key, optimizer, perturbation, perturbation_loss, num_micro_batches,
+                       axis_name, sync_perturbation)
+    return _step_jit(loss_fn, params, state, batch, key, optimizer, perturbation, perturbation_loss, k, axis_name,
+                     bool(sync_perturbation))
+
+
+# ----------------------------------------------------------------------------- the ascent gradient
+
+
+def _ascent_gradient(loss_fn, params, batch, model_state, obf):
+    return _ascent(loss_fn, params, model_state, batch, obf)[2]
+
+
+_ascent_gradient_jit = eqx.filter_jit(_ascent_gradient)
+
+
+def ascent_gradient(
+    loss_fn: LossFn,
+    params: PyTree,
+    batch: PyTree,
+    perturbation_loss: OBF | None = None,
+    *,
+    model_state: PyTree = None,
+) -> PyTree:
+    """The ascent gradient ``h`` that builds a SAM-family perturbation.
+
+    ``h = grad_w loss`` for ``perturbation_loss=None``; for :class:`~jaxcore.sam.OBF`,
+    the OBF cotangent on the logits (:func:`~jaxcore.sam.obf_cotangent`) pulled back
+    through the network, ``h = (d logits / d w)^T c``. This is the gradient to give
+    :func:`~jaxcore.sam.sharpness_aware_transform` at its ascent call to run SAM-OBF,
+    GSAM-OBF or ASAM-OBF as an optax transformation.
+
+    Args:
+        loss_fn: ``loss_fn(params, model_state, batch) -> (loss, aux)``; with OBF
+            ``aux["logits"]`` ``[batch, classes]`` is required.
+        params: parameters ``w``.
+        batch: pytree with a leading batch axis; with OBF a mapping holding the labels
+            under ``perturbation_loss.labels_key``.
+        perturbation_loss: ``None`` (training loss) or ``OBF``.
+        model_state: passed to ``loss_fn`` (default None).
+
+    Returns:
+        ``h``, a pytree like ``params``.
+
+    Raises:
+        TypeError: bad ``loss_fn`` or ``perturbation_loss``.
+        ValueError: OBF without labels in the batch or without ``aux["logits"]``.
+
+    References:
+        Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
+        Within SAM Dynamics", ICML 2024, Sec. 4.2 and Eq. 8.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import OBF, ascent_gradient
+        >>> loss_fn = lambda w, _, b: (jnp.mean((b["x"] * w).sum(-1)), {"logits": b["x"] * w})
+        >>> batch = {"x": jnp.ones((2, 3)), "label": jnp.array([0, 1])}
+        >>> ascent_gradient(loss_fn, jnp.ones(3), batch).tolist()
+        [1.0, 1.0, 1.0]
+        >>> ascent_gradient(loss_fn, jnp.ones(3), batch, OBF()).shape
+        (3,)
+    """
+    _check_loss_fn(loss_fn)
+    _check_tree(params, "params")
+    if perturbation_loss is not None:
+        if not isinstance(perturbation_loss, OBF):
+            raise TypeError(expected("perturbation_loss", "None or OBF", type(perturbation_loss).__name__, raw=True))
+        _check_labels(batch, perturbation_loss)
+    return _ascent_gradient_jit(loss_fn, params, batch, model_state, perturbation_loss)
+
+
+# ----------------------------------------------------------------------------- the bound trainer
 
 
 class SharpnessAware(NamedTuple):
-    """A bound SAM-family trainer: ``init(params, model_state=None)`` and ``step(params, state, batch, key)``.
+    """A bound SAM-family trainer: ``init(params, model_state=None)`` and ``step(params, state, batch, *, key=None)``.
 
-    Built by :func:`sharpness_aware`; ``step`` is a plain function, ready for
-    ``jax.jit``, ``shard_map`` or ``lax.scan``.
+    Built by :func:`sharpness_aware` (like an optax ``GradientTransformation``, a
+    NamedTuple of two functions); ``step`` returns a :class:`StepResult` and runs
+    the compiled step, also inside ``jax.jit``, ``shard_map`` or ``lax.scan``.
+
+    Attributes:
+        init: ``init(params, model_state=None) -> SAMState``.
+        step: ``step(params, state, batch, *, key=None) -> StepResult``.
     """
 
     init: Callable[..., SAMState]
-    step: Callable[..., tuple[PyTree, SAMState, StepInfo]]
+    step: Callable[..., StepResult]
 
 
 def sharpness_aware(
@@ -353,14 +529,27 @@ def sharpness_aware(
     perturbation: Perturbation | None,
     perturbation_loss: OBF | None = None,
     *,
-    micro_batch_size: int | None = None,
+    num_micro_batches: int | None = None,
     axis_name: str | None = None,
     sync_perturbation: bool = False,
 ) -> SharpnessAware:
     """Bind :func:`step`'s configuration once (optax style).
 
-    Example:
-        >>> import jax, jax.numpy as jnp, optax
+    Args:
+        loss_fn, optimizer, perturbation, perturbation_loss, num_micro_batches,
+        axis_name, sync_perturbation: as :func:`step`.
+
+    Returns:
+        :class:`SharpnessAware` with ``init`` and ``step``.
+
+    Raises:
+        TypeError, ValueError: as :func:`step` (configuration errors at once, batch errors at ``step``).
+
+    References:
+        Foret et al., ICLR 2021 (SAM); Vani et al., ICML 2024 (OBF).
+
+    Examples:
+        >>> import jax.numpy as jnp, optax
         >>> from jaxcore.sam import SAM, sharpness_aware
         >>> def loss_fn(w, _, batch):
         ...     return jnp.mean((batch["x"] @ w - batch["y"]) ** 2), {}
@@ -368,24 +557,133 @@ def sharpness_aware(
         >>> w = jnp.zeros(3)
         >>> state = trainer.init(w)
         >>> batch = {"x": jnp.eye(3), "y": jnp.ones(3)}
-        >>> w, state, info = jax.jit(trainer.step)(w, state, batch, None)
-
-    Args and Raises: as :func:`step`.
-
-    Returns:
-        :class:`SharpnessAware` with ``init`` and ``step``.
+        >>> w, state, info = trainer.step(w, state, batch)
+        >>> int(state.count)
+        1
     """
-    if perturbation is not None and not isinstance(perturbation, Perturbation):
-        raise TypeError(f"perturbation: expected a Perturbation or None, got {type(perturbation).__name__}")
+    _check_loss_fn(loss_fn)
+    _check_perturbations(perturbation, perturbation_loss)
+    _check_optimizer(optimizer)
+    if num_micro_batches is not None:
+        check_int(num_micro_batches, "num_micro_batches", minimum=1)
 
     def init_fn(params, model_state=None):
         return init(params, optimizer, model_state)
 
-    def step_fn(params, state, batch, key=None):
+    def step_fn(params, state, batch, *, key=None):
         return step(
-            loss_fn, params, state, batch, key, optimizer=optimizer, perturbation=perturbation,
-            perturbation_loss=perturbation_loss, micro_batch_size=micro_batch_size,
+            loss_fn, params, state, batch, key=key, optimizer=optimizer, perturbation=perturbation,
+            perturbation_loss=perturbation_loss, num_micro_batches=num_micro_batches,
             axis_name=axis_name, sync_perturbation=sync_perturbation,
         )
 
     return SharpnessAware(init_fn, step_fn)
+
+
+# ----------------------------------------------------------------------------- training loop
+
+
+class TrainResult(NamedTuple):
+    """Result of :func:`train`.
+
+    Attributes:
+        params: the final parameters.
+        state: the final :class:`SAMState`.
+        losses: ``[num_steps]`` clean training loss at each step (before its update).
+        perturbed_losses: ``[num_steps]`` loss at ``w + epsilon``.
+        ascent_norms: ``[num_steps]`` norm of the ascent gradient.
+        rhos: ``[num_steps]`` radius used at each step.
+    """
+
+    params: PyTree
+    state: SAMState
+    losses: Float[Array, " num_steps"]
+    perturbed_losses: Float[Array, " num_steps"]
+    ascent_norms: Float[Array, " num_steps"]
+    rhos: Float[Array, " num_steps"]
+
+
+def _train(loss_fn, params, data, indices, key, model_state, optimizer, perturbation, obf, k, progress):
+    num_steps = indices.shape[0]
+    state = init(params, optimizer, model_state)
+    prog = Progress(progress, num_steps, "sam.train")
+    keys = None if key is None else jax.random.split(key, num_steps)
+
+    def body(carry, inp):
+        params, state = carry
+        t, idx, kk = inp
+        batch = jax.tree.map(lambda x: x[idx], data)
+        params, state, info = _step(loss_fn, params, state, batch, kk, optimizer, perturbation, obf, k, None, False)
+        prog.update(t, {"loss": info.loss})
+        return (params, state), (info.loss, info.perturbed_loss, info.ascent_norm, info.rho)
+
+    (params, state), hist = jax.lax.scan(body, (params, state), (jnp.arange(num_steps), indices, keys))
+    return TrainResult(params, state, *hist)
+
+
+_train_jit = eqx.filter_jit(_train)
+
+
+def train(
+    loss_fn: LossFn,
+    params: PyTree,
+    data: PyTree,
+    indices: Int[Array, "num_steps batch_size"],
+    *,
+    optimizer: optax.GradientTransformation,
+    perturbation: Perturbation | None,
+    perturbation_loss: OBF | None = None,
+    key: PRNGKeyArray | None = None,
+    model_state: PyTree = None,
+    num_micro_batches: int | None = None,
+    progress: bool | Callable = False,
+) -> TrainResult:
+    """Train with :func:`step` for ``num_steps`` steps in one compiled ``lax.scan``.
+
+    Step ``t`` uses the minibatch ``data[indices[t]]`` (rows of every leaf), so the
+    data stay on the device once and only indices are scanned.
+
+    Args:
+        loss_fn: ``loss_fn(params, model_state, batch) -> (loss, aux)``.
+        params: initial parameters.
+        data: pytree of arrays with a leading example axis ``[N, ...]``; with OBF a
+            mapping holding the labels under ``perturbation_loss.labels_key``.
+        indices: int ``[num_steps, batch_size]``, example indices of each minibatch.
+        optimizer, perturbation, perturbation_loss, num_micro_batches: as :func:`step`.
+        key: PRNG key split into one key per step, or ``None`` (deterministic
+            perturbations; RandomDirection requires a key).
+        model_state: initial non-trainable state (BatchNorm statistics) or None.
+        progress: ``False``, ``True`` (a progress bar) or ``fn(step, metrics)``.
+
+    Returns:
+        :class:`TrainResult` with the final parameters, state and per-step history.
+
+    Raises:
+        TypeError, ValueError: as :func:`step`; ``indices`` not an int ``[num_steps, batch_size]`` array.
+
+    References:
+        Foret et al., ICLR 2021, Algorithm 1; Vani et al., ICML 2024, Sec. 4.
+
+    Examples:
+        >>> import jax.numpy as jnp, optax
+        >>> from jaxcore.sam import SAM, train
+        >>> loss_fn = lambda w, _, b: (jnp.mean((b["x"] @ w - b["y"]) ** 2), {})
+        >>> data = {"x": jnp.eye(4)[:, :2], "y": jnp.ones(4)}
+        >>> res = train(loss_fn, jnp.zeros(2), data, jnp.array([[0, 1], [2, 3], [0, 1]]),
+        ...             optimizer=optax.sgd(0.5), perturbation=SAM(0.05))
+        >>> res.losses.shape, bool(res.losses[-1] < res.losses[0])
+        ((3,), True)
+    """
+    indices = jnp.asarray(indices) if not isinstance(indices, jax.Array) else indices
+    if indices.ndim != 2 or not jnp.issubdtype(indices.dtype, jnp.integer):
+        raise ValueError(expected("indices", "an int array [num_steps, batch_size]",
+                                  f"{indices.dtype} shape {tuple(indices.shape)}", raw=True))
+    _batch_size(data)
+    if indices.shape[0] < 1:
+        raise ValueError(expected("indices", "at least one step", f"shape {tuple(indices.shape)}", raw=True))
+    batch_spec = jax.tree.map(lambda x: jax.ShapeDtypeStruct((indices.shape[1],) + x.shape[1:], x.dtype), data)
+    k = _validate_step(loss_fn, batch_spec, key, optimizer, perturbation, perturbation_loss, num_micro_batches,
+                       None, False)
+    progress = check_progress(progress)
+    return _train_jit(loss_fn, params, data, indices, key, model_state, optimizer, perturbation, perturbation_loss,
+                      k, progress)

@@ -7,10 +7,21 @@ Two ways to use them with optax:
   ``optax.contrib.normalize``), :func:`sam_adversary`, :func:`asam_adversary`;
 - as a self-contained two-call transformation, :func:`sharpness_aware_transform`,
   which also covers GSAM and the random control (their update needs the
-  stored ascent gradient or a key, which ``optax.contrib.sam`` cannot hold).
+  stored ascent gradient or a key, which ``optax.contrib.sam`` cannot hold),
+  and OBF: a transformation only sees gradients, so for SAM-OBF / GSAM-OBF /
+  ASAM-OBF give its ascent call the OBF ascent gradient
+  (:func:`jaxcore.sam.ascent_gradient` with ``OBF()``) instead of the training
+  gradient; the descent call takes the training gradient as always.
 
-For OBF (its ascent gradient needs the logits) and m-sharpness use
-:func:`jaxcore.sam.step`.
+m-sharpness needs per-micro-batch gradients at once: use :func:`jaxcore.sam.step`
+(``num_micro_batches``).
+
+Keys: a transformation whose perturbation is random (:class:`~jaxcore.sam.RandomDirection`)
+takes its PRNG key at construction and carries it in its state, split at each
+ascent call. This is optax's own way for noise (``optax.add_noise(eta, gamma, seed)``
+takes its seed at construction), and the only one that keeps the
+``init(params)`` / ``update(updates, state, params)`` protocol that
+``optax.chain``, ``optax.MultiSteps`` and ``inject_hyperparams`` call.
 """
 
 from __future__ import annotations
@@ -21,7 +32,19 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from .perturbations import Perturbation, asam_perturbation, rho_at, safe_normalize, sam_perturbation
+from jaxtyping import PRNGKeyArray
+
+from jaxcore._util import check_key, expected
+
+from .perturbations import (
+    Perturbation,
+    _asam_perturbation,
+    _check_radius,
+    _check_real,
+    _rho_at,
+    _safe_normalize,
+    _sam_perturbation,
+)
 
 PyTree = Any
 
@@ -34,6 +57,20 @@ def normalize() -> optax.GradientTransformation:
 
     Returns:
         A stateless ``optax.GradientTransformation``.
+
+    Raises:
+        Nothing at construction; ``update`` needs a pytree of float arrays.
+
+    References:
+        Foret et al., "Sharpness-Aware Minimization for Efficiently Improving
+        Generalization", ICLR 2021, Eq. 2 (the normalised ascent direction).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import normalize
+        >>> tx = normalize()
+        >>> tx.update(jnp.array([3.0, 4.0]), tx.init(None))[0].tolist()
+        [0.6, 0.8]
     """
 
     def init_fn(params):
@@ -42,7 +79,7 @@ def normalize() -> optax.GradientTransformation:
 
     def update_fn(updates, state, params=None):
         del params
-        out, _ = safe_normalize(updates)
+        out, _ = _safe_normalize(updates)
         return out, state
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -54,25 +91,27 @@ def sam_adversary(rho: float) -> optax.GradientTransformation:
     ``optax.contrib.sam`` negates the adversarial updates, so this returns
     ``-epsilon`` (like ``chain(normalize(), sgd(rho))``, without its NaN).
 
-    Example:
-        >>> import optax
-        >>> from jaxcore.sam import sam_adversary
-        >>> opt = optax.contrib.sam(optax.sgd(0.1), sam_adversary(0.05), sync_period=2)
-
     Args:
-        rho: perturbation radius (>= 0).
+        rho: perturbation radius (finite, >= 0; a constant: ``optax.contrib.sam``
+            keeps no step count for a schedule).
 
     Returns:
         A stateless ``optax.GradientTransformation``.
 
     Raises:
-        ValueError: ``rho < 0``.
+        ValueError: ``rho`` negative or not finite.
+        TypeError: ``rho`` not a number.
 
     References:
         Foret et al., "Sharpness-Aware Minimization for Efficiently Improving
         Generalization", ICLR 2021, Eq. 2.
+
+    Examples:
+        >>> import optax
+        >>> from jaxcore.sam import sam_adversary
+        >>> opt = optax.contrib.sam(optax.sgd(0.1), sam_adversary(0.05), sync_period=2)
     """
-    Perturbation(rho)  # validates rho
+    _check_radius(rho, schedule=False)
 
     def init_fn(params):
         del params
@@ -80,7 +119,7 @@ def sam_adversary(rho: float) -> optax.GradientTransformation:
 
     def update_fn(updates, state, params=None):
         del params
-        eps = sam_perturbation(updates, rho)
+        eps = _sam_perturbation(updates, rho)
         return jax.tree.map(jnp.negative, eps), state
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -92,23 +131,28 @@ def asam_adversary(rho: float, eta: float = 0.01, weight_mask: Any = None) -> op
     Needs ``params`` in ``update`` (``optax.contrib.sam`` passes them).
 
     Args:
-        rho: radius in the T-scaled norm (>= 0).
-        eta: offset of ``T = |w| + eta``.
+        rho: radius in the T-scaled norm (finite, >= 0).
+        eta: offset of ``T = |w| + eta`` (finite, >= 0).
         weight_mask: adapted leaves (see :func:`jaxcore.sam.asam_perturbation`).
 
     Returns:
         A stateless ``optax.GradientTransformation`` returning ``-epsilon``.
 
     Raises:
-        ValueError: ``rho < 0`` or ``eta < 0``.
+        ValueError: ``rho`` or ``eta`` negative or not finite; ``update`` without ``params``.
+        TypeError: ``rho`` or ``eta`` not a number.
 
     References:
         Kwon et al., "ASAM: Adaptive Sharpness-Aware Minimization for
         Scale-Invariant Learning of Deep Neural Networks", ICML 2021, Eq. 9-10.
+
+    Examples:
+        >>> import optax
+        >>> from jaxcore.sam import asam_adversary
+        >>> opt = optax.contrib.sam(optax.sgd(0.1), asam_adversary(0.5), sync_period=2)
     """
-    Perturbation(rho)  # validates rho
-    if not float(eta) >= 0:
-        raise ValueError(f"eta must be >= 0, got {eta!r}")
+    _check_radius(rho, schedule=False)
+    _check_real(eta, "eta", nonnegative=True)
 
     def init_fn(params):
         del params
@@ -116,8 +160,9 @@ def asam_adversary(rho: float, eta: float = 0.01, weight_mask: Any = None) -> op
 
     def update_fn(updates, state, params=None):
         if params is None:
-            raise ValueError("asam_adversary: update needs params (T = |w| + eta), got params=None")
-        eps = asam_perturbation(updates, params, rho, eta, weight_mask)
+            raise ValueError(expected("params", "the parameters (asam_adversary's update needs T = |w| + eta)",
+                                      None))
+        eps = _asam_perturbation(updates, params, rho, eta, weight_mask)
         return jax.tree.map(jnp.negative, eps), state
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -132,7 +177,8 @@ class SharpnessAwareTransformState(NamedTuple):
         opt_state: the base optimizer's state.
         cache: parameters ``w`` saved at the ascent call.
         ascent: ascent gradient ``h`` saved at the ascent call.
-        key: PRNG key (used by ``RandomDirection``).
+        key: PRNG key given at construction, split at each ascent call (used by
+            ``RandomDirection``), or None (deterministic perturbations).
     """
 
     count: jax.Array
@@ -140,13 +186,14 @@ class SharpnessAwareTransformState(NamedTuple):
     opt_state: optax.OptState
     cache: PyTree
     ascent: PyTree
-    key: jax.Array
+    key: jax.Array | None
 
 
 def sharpness_aware_transform(
     optimizer: optax.GradientTransformation,
     perturbation: Perturbation,
-    key: jax.Array | None = None,
+    *,
+    key: PRNGKeyArray | None = None,
 ) -> optax.GradientTransformation:
     """A SAM-family method as one optax transformation called twice per step.
 
@@ -158,7 +205,29 @@ def sharpness_aware_transform(
     ``optax.contrib.sam(sync_period=2)``, with SAM, ASAM, GSAM or
     RandomDirection.
 
-    Example:
+    OBF: give the ascent call the OBF ascent gradient
+    ``jaxcore.sam.ascent_gradient(loss_fn, w, batch, OBF())`` in place of the
+    training gradient (the transformation never sees the loss or the logits, so
+    it cannot form OBF's gradient itself); with GSAM its ``g_perp`` then comes
+    from the OBF gradient, exactly as in :func:`jaxcore.sam.step` with
+    ``perturbation_loss=OBF()``.
+
+    Args:
+        optimizer: base optax optimizer.
+        perturbation: SAM, ASAM, GSAM or RandomDirection.
+        key: PRNG key carried in the state and split at each ascent call; required
+            by RandomDirection; ``None`` (deterministic path) for SAM, ASAM, GSAM,
+            whose updates do not use a key.
+
+    Returns:
+        An ``optax.GradientTransformation``; ``update`` needs ``params``.
+
+    Raises:
+        TypeError: ``perturbation`` is not a ``Perturbation``; RandomDirection without
+            a key; a ``key`` that is not a PRNG key.
+        ValueError: ``update`` without ``params``.
+
+    Examples:
         >>> import jax, jax.numpy as jnp, optax
         >>> from jaxcore.sam import GSAM, sharpness_aware_transform
         >>> tx = sharpness_aware_transform(optax.sgd(0.1), GSAM(rho=0.05, alpha=0.1))
@@ -166,39 +235,41 @@ def sharpness_aware_transform(
         >>> w = jnp.ones(2); s = tx.init(w)
         >>> for _ in range(2):  # ascent, then descent
         ...     u, s = tx.update(jax.grad(loss)(w), s, w); w = optax.apply_updates(w, u)
-
-    Args:
-        optimizer: base optax optimizer.
-        perturbation: SAM, ASAM, GSAM or RandomDirection.
-        key: PRNG key for RandomDirection (default ``jax.random.key(0)``).
-
-    Returns:
-        An ``optax.GradientTransformation``; ``update`` needs ``params``.
-
-    Raises:
-        TypeError: ``perturbation`` is not a ``Perturbation``.
+        >>> int(s.count)
+        1
 
     References:
         Foret et al., ICLR 2021 (SAM); Kwon et al., ICML 2021 (ASAM);
         Zhuang et al., ICLR 2022 (GSAM).
     """
     if not isinstance(perturbation, Perturbation):
-        raise TypeError(f"perturbation: expected a Perturbation, got {type(perturbation).__name__}")
+        raise TypeError(expected("perturbation", "a Perturbation (SAM, ASAM, GSAM, RandomDirection)",
+                                 type(perturbation).__name__, raw=True))
+    if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
+        raise TypeError(expected("optimizer", "an optax GradientTransformation", type(optimizer).__name__, raw=True))
+    if key is not None:
+        check_key(key)
+    elif perturbation.needs_key:
+        raise TypeError(expected("key", f"a jax.random.key(...) array ({type(perturbation).__name__} draws a "
+                                 "random direction at each ascent call)", "None", raw=True))
 
     def init_fn(params):
         zeros = jax.tree.map(jnp.zeros_like, params)
-        k = jax.random.key(0) if key is None else key
         return SharpnessAwareTransformState(
-            jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), optimizer.init(params), params, zeros, k
+            jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), optimizer.init(params), params, zeros, key
         )
 
     def update_fn(updates, state, params=None):
         if params is None:
-            raise ValueError("sharpness_aware_transform: update needs params, got params=None")
+            raise ValueError(expected("params", "the parameters (sharpness_aware_transform's update needs them)",
+                                      None))
 
         def ascent(_):
-            k_next, k_eps = jax.random.split(state.key)
-            rho = rho_at(perturbation.rho, state.count)
+            if state.key is None:
+                k_next = k_eps = None
+            else:
+                k_next, k_eps = jax.random.split(state.key)
+            rho = _rho_at(perturbation.rho, state.count)
             eps = perturbation.perturb(updates, params, k_eps, rho)
             eps = jax.tree.map(lambda e, p: e.astype(p.dtype), eps, params)
             new_state = state._replace(phase=jnp.ones((), jnp.int32), cache=params, ascent=updates, key=k_next)

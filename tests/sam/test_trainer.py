@@ -1,4 +1,4 @@
-"""Oracle tests of jaxcore.sam.step: base-optimizer limit, manual SAM/OBF, m-sharpness, jit, devices, models."""
+"""Oracle tests of jaxcore.sam.trainer (step, sharpness_aware, train): base-optimizer limit, manual SAM/OBF, m-sharpness, jit, devices, models."""
 
 import functools
 
@@ -44,15 +44,15 @@ def _flat(t):
     return np.asarray(ravel_pytree(jax.tree.map(lambda x: np.asarray(x, np.float64), t))[0])
 
 
-def _run(pert, obf=None, steps=1, opt=None, m=None, params=None, batch=None, jit=True):
+def _run(pert, obf=None, steps=1, opt=None, k=None, params=None, batch=None, jit=True):
     opt = opt or optax.sgd(0.1)
     params = _mlp_params(jax.random.key(0)) if params is None else params
     batch = _batch(jax.random.key(1)) if batch is None else batch
-    tr = sharpness_aware(loss_fn, opt, pert, obf, micro_batch_size=m)
+    tr = sharpness_aware(loss_fn, opt, pert, obf, num_micro_batches=k)
     st = tr.init(params)
     f = jax.jit(tr.step) if jit else tr.step
     for i in range(steps):
-        params, st, info = f(params, st, batch, jax.random.key(i))
+        params, st, info = f(params, st, batch, key=jax.random.key(i))
     return params, st, info
 
 
@@ -118,11 +118,11 @@ def test_gsam_alpha_zero_equals_sam(x64):
 
 def test_m_equal_to_batch_is_sam_and_m_sharpness_averages_micro_batches(x64):
     params, batch = _mlp_params(jax.random.key(0)), _batch(jax.random.key(1))
-    a, _, _ = _run(SAM(0.1), m=8, params=params, batch=batch)
-    b, _, _ = _run(SAM(0.1), m=None, params=params, batch=batch)
+    a, _, _ = _run(SAM(0.1), k=1, params=params, batch=batch)
+    b, _, _ = _run(SAM(0.1), k=None, params=params, batch=batch)
     np.testing.assert_array_equal(_flat(a), _flat(b))
-    # m = 2: the direction is the mean of four independent SAM gradients.
-    out, _, _ = _run(SAM(0.1), m=2, params=params, batch=batch)
+    # m = 2 (k = 4 micro-batches): the direction is the mean of four independent SAM gradients.
+    out, _, _ = _run(SAM(0.1), k=4, params=params, batch=batch)
     flat, unravel = ravel_pytree(params)
     gps = []
     for i in range(4):
@@ -133,9 +133,9 @@ def test_m_equal_to_batch_is_sam_and_m_sharpness_averages_micro_batches(x64):
 
 
 def test_jit_equals_no_jit(x64):
-    for pert, obf, m in [(GSAM(0.1, 0.2), OBF(), None), (RandomDirection(0.1), None, None)]:
-        a, _, ia = _run(pert, obf, m=m, jit=True)
-        b, _, ib = _run(pert, obf, m=m, jit=False)
+    for pert, obf, k in [(GSAM(0.1, 0.2), OBF(), None), (RandomDirection(0.1), None, None)]:
+        a, _, ia = _run(pert, obf, k=k, jit=True)
+        b, _, ib = _run(pert, obf, k=k, jit=False)
         np.testing.assert_allclose(_flat(a), _flat(b), rtol=1e-12)
         np.testing.assert_allclose(ia.loss, ib.loss, rtol=1e-12)
 
@@ -195,7 +195,7 @@ def test_multi_device_synchronised_equals_concatenated_batch(x64):
                 np.testing.assert_allclose(_flat(out), _flat(ref), rtol=1e-12)
             else:
                 # Per-device perturbations: the mean of 4 per-shard SAM directions (m-sharpness with m = 4).
-                m4, _, _ = _run(pert, params=params, batch=batch, opt=opt, m=4)
+                m4, _, _ = _run(pert, params=params, batch=batch, opt=opt, k=4)
                 np.testing.assert_allclose(_flat(out), _flat(m4), rtol=1e-12)
                 assert not np.allclose(_flat(out), _flat(ref), rtol=1e-9)
 
@@ -204,9 +204,9 @@ def test_errors_bad_m_missing_labels_missing_logits_missing_key():
     params, batch = _mlp_params(jax.random.key(0), jnp.float32), _batch(jax.random.key(1), dtype=jnp.float32)
     st = init(params, optax.sgd(0.1))
     kw = dict(optimizer=optax.sgd(0.1), perturbation=SAM(0.1))
-    for m, err in [(0, ValueError), (3, ValueError), (-2, ValueError), (16, ValueError), (2.0, TypeError)]:
-        with pytest.raises(err, match="micro_batch_size"):
-            step(loss_fn, params, st, batch, micro_batch_size=m, **kw)
+    for k, err in [(0, ValueError), (3, ValueError), (-2, ValueError), (16, ValueError), (2.0, TypeError)]:
+        with pytest.raises(err, match="num_micro_batches"):
+            step(loss_fn, params, st, batch, num_micro_batches=k, **kw)
     with pytest.raises(ValueError, match="labels"):
         step(loss_fn, params, st, {"x": batch["x"]}, perturbation_loss=OBF(), **kw)
     with pytest.raises(ValueError, match="logits"):
@@ -299,7 +299,7 @@ def test_flax_linen_batchnorm():
         loss = optax.softmax_cross_entropy_with_integer_labels(logits, b["label"]).mean()
         return loss, {"logits": logits, "model_state": upd["batch_stats"]}
 
-    tr = sharpness_aware(flax_loss, optax.sgd(0.1), GSAM(0.3, alpha=0.0), micro_batch_size=8)
+    tr = sharpness_aware(flax_loss, optax.sgd(0.1), GSAM(0.3, alpha=0.0), num_micro_batches=1)
     new_p, new_st, _ = jax.jit(tr.step)(params, tr.init(params, stats), batch)
     _, clean = jax.jit(flax_loss)(params, stats, batch)
     for a, b in zip(jax.tree.leaves(new_st.model_state), jax.tree.leaves(clean["model_state"])):
@@ -316,7 +316,7 @@ def test_flax_linen_batchnorm():
     for x, y in zip(jax.tree.leaves(new_p), jax.tree.leaves(ref)):
         np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-6)
     # m-sharpness with BatchNorm: per-micro-batch statistics, running averages averaged.
-    tr4 = sharpness_aware(flax_loss, optax.sgd(0.1), SAM(0.3), micro_batch_size=4)
+    tr4 = sharpness_aware(flax_loss, optax.sgd(0.1), SAM(0.3), num_micro_batches=2)
     _, st4, _ = jax.jit(tr4.step)(params, tr4.init(params, stats), batch)
     halves = [jax.jit(flax_loss)(params, stats, jax.tree.map(lambda x: x[i * 4 : i * 4 + 4], batch))[1]["model_state"]
               for i in range(2)]
