@@ -12,36 +12,36 @@ with each DAG's Markov-equivalence-class id (skeleton + v-structures), in ``cach
 
 from __future__ import annotations
 
-import os
-import tempfile
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .graphs import compress_parents, num_dags
+from jaxcore._util import cached_arrays, check_bool, check_int, expected
+
+from .graphs import _compress, _parents_array, num_dags
 
 __all__ = ["DAGTable", "enumerate_dags", "dag_keys", "mec_codes", "MAX_ENUMERATE_D"]
 
 MAX_ENUMERATE_D = 6
-_CACHE_VERSION = "1"
+_CACHE_VERSION = "2"  # 2: written by jaxcore._util.cached_arrays (with a key manifest)
 
 
 class DAGTable(NamedTuple):
     """All DAGs on ``d`` nodes.
 
     Attributes:
-        parents: ``[n_dags, d]`` uint8 parent bitmasks, sorted by key.
-        keys: ``[n_dags]`` int32 unique keys (:func:`dag_keys`), increasing.
-        mec: ``[n_dags]`` int32 Markov equivalence class id in ``[0, n_mecs)``.
-        n_mecs: number of equivalence classes.
+        parents: ``[num_dags, d]`` uint8 parent bitmasks, sorted by key.
+        keys: ``[num_dags]`` int32 unique keys (:func:`dag_keys`), increasing.
+        mec: ``[num_dags]`` int32 Markov equivalence class id in ``[0, num_mecs)``.
+        num_mecs: number of equivalence classes.
     """
 
     parents: np.ndarray
     keys: np.ndarray
     mec: np.ndarray
-    n_mecs: int
+    num_mecs: int
 
 
 def dag_keys(parents) -> jax.Array:
@@ -55,14 +55,30 @@ def dag_keys(parents) -> jax.Array:
 
     Returns:
         ``[...]`` int32.
+
+    Raises:
+        ValueError: ``d > 6``.
+
+    Examples:
+        >>> from jaxcore.causal import dag_keys
+        >>> dag_keys([[0, 0], [0, 1], [2, 0]]).tolist()
+        [0, 2, 1]
     """
-    parents = jnp.asarray(parents)
+    parents = _parents_array(parents)
     d = parents.shape[-1]
     if d > MAX_ENUMERATE_D:
-        raise ValueError(f"dag_keys needs d <= {MAX_ENUMERATE_D}, got d={d}")
-    c = compress_parents(parents)
+        raise ValueError(expected("parents", f"d <= {MAX_ENUMERATE_D} nodes", f"d={d}", raw=True))
+    return _dag_keys_jit(parents)
+
+
+def _dag_keys(parents):
+    d = parents.shape[-1]
+    c = _compress(parents)
     shifts = (d - 1) * jnp.arange(d, dtype=jnp.int32)
     return jnp.sum(c << shifts, axis=-1).astype(jnp.int32)
+
+
+_dag_keys_jit = jax.jit(_dag_keys)
 
 
 def _build_parents(d: int) -> np.ndarray:
@@ -111,11 +127,25 @@ def mec_codes(parents: np.ndarray) -> np.ndarray:
 
     Returns:
         ``[n]`` int64 codes.
+
+    Raises:
+        ValueError: ``parents`` not ``[n, d]`` or ``d > 7``.
+
+    References:
+        T. Verma, J. Pearl, "Equivalence and synthesis of causal models", UAI 1990.
+
+    Examples:
+        >>> from jaxcore.causal import mec_codes
+        >>> c = mec_codes([[0, 1, 2], [2, 4, 0], [0, 0, 3]])  # chain, reversed chain, collider
+        >>> bool(c[0] == c[1]), bool(c[0] == c[2])
+        (True, False)
     """
     parents = np.asarray(parents).astype(np.int64)
+    if parents.ndim != 2:
+        raise ValueError(expected("parents", "shape [n, d]", f"shape {parents.shape}", raw=True))
     n, d = parents.shape
     if d > 7:
-        raise ValueError(f"mec_codes needs d <= 7, got d={d}")
+        raise ValueError(expected("parents", "d <= 7 nodes", f"d={d}", raw=True))
     children = np.zeros_like(parents)
     for j in range(d):
         for i in range(d):
@@ -143,6 +173,15 @@ def _mec_ids(parents: np.ndarray) -> tuple[np.ndarray, int]:
     return inv.astype(np.int32).reshape(-1), int(inv.max()) + 1
 
 
+def _build_table(d: int) -> dict[str, np.ndarray]:
+    parents = _build_parents(d)
+    keys = np.asarray(dag_keys(jnp.asarray(parents, jnp.int32)))
+    order = np.argsort(keys, kind="stable")
+    parents, keys = parents[order], keys[order]
+    mec, num_mecs = _mec_ids(parents)
+    return {"parents": parents, "keys": keys, "mec": mec, "num_mecs": np.int64(num_mecs)}
+
+
 def enumerate_dags(d: int, *, cache: bool = True) -> DAGTable:
     """All labelled DAGs on ``d <= 6`` nodes with their equivalence classes.
 
@@ -159,41 +198,36 @@ def enumerate_dags(d: int, *, cache: bool = True) -> DAGTable:
         :class:`DAGTable`.
 
     Raises:
-        ValueError: if ``d`` is not an int in 1..6; for larger graphs use
-            :func:`jaxcore.causal.dp_edge_marginals` (exact edge marginals by
+        ValueError: if ``d`` is not in 1..6; for larger graphs use
+            :func:`jaxcore.causal.exact_edge_marginals` (exact edge marginals by
             dynamic programming) or the MCMC samplers
             (:func:`jaxcore.causal.structure_mcmc`, :func:`jaxcore.causal.order_mcmc`).
+        TypeError: ``d`` is not an int.
 
     References:
         R. W. Robinson, "Counting labeled acyclic digraphs", 1973 (the counts);
         S. B. Gillispie, M. D. Perlman, "Enumerating Markov equivalence classes
         of acyclic digraph models", UAI 2001 (the class counts).
-    """
-    if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
-        raise ValueError(f"d must be an int, got {type(d).__name__}")
-    if d < 1 or d > MAX_ENUMERATE_D:
-        raise ValueError(
-            f"d must be in 1..{MAX_ENUMERATE_D} to enumerate every DAG, got d={d} "
-            f"({num_dags(d) if d >= 0 else 0} DAGs); for larger d use dp_edge_marginals (exact edge "
-            "marginals by dynamic programming over subsets) or structure_mcmc / order_mcmc"
-        )
-    path = None
-    if cache:
-        from jaxcore.datasets._files import cache_dir
 
-        path = cache_dir() / "causal" / f"dags-d{d}-v{_CACHE_VERSION}.npz"
-        if path.exists():
-            with np.load(path) as z:
-                return DAGTable(z["parents"], z["keys"], z["mec"], int(z["n_mecs"]))
-    parents = _build_parents(d)
-    keys = np.asarray(dag_keys(jnp.asarray(parents, jnp.int32)))
-    order = np.argsort(keys, kind="stable")
-    parents, keys = parents[order], keys[order]
-    mec, n_mecs = _mec_ids(parents)
-    table = DAGTable(parents, keys, mec, n_mecs)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as tmp:
-            np.savez(tmp, parents=parents, keys=keys, mec=mec, n_mecs=np.int64(n_mecs))
-        os.replace(tmp.name, path)
-    return table
+    Examples:
+        >>> from jaxcore.causal import enumerate_dags
+        >>> t = enumerate_dags(3, cache=False)
+        >>> t.parents.shape, t.num_mecs
+        ((25, 3), 11)
+    """
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+        raise TypeError(expected("d", "an int", type(d).__name__, raw=True))
+    d = int(d)
+    if d < 1 or d > MAX_ENUMERATE_D:
+        raise ValueError(expected(
+            "d", f"an int in 1..{MAX_ENUMERATE_D} to enumerate every DAG "
+            "(for larger d use exact_edge_marginals, exact edge marginals by dynamic programming over subsets, "
+            "or structure_mcmc / order_mcmc)",
+            f"d={d} ({num_dags(d) if d >= 0 else 0} DAGs)", raw=True))
+    cache = check_bool(cache, "cache")
+    if cache:
+        z = cached_arrays(f"dags-d{d}", lambda: _build_table(d), version=_CACHE_VERSION, folder="causal",
+                          keys=("parents", "keys", "mec", "num_mecs"))
+    else:
+        z = _build_table(d)
+    return DAGTable(z["parents"], z["keys"], z["mec"], int(z["num_mecs"]))

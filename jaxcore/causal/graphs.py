@@ -23,6 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int
 
+from jaxcore._util import check_int, expected, is_concrete
+
 __all__ = [
     "adjacency_to_parents",
     "parents_to_adjacency",
@@ -40,12 +42,34 @@ __all__ = [
 
 
 def _check_square(adjacency, name="adjacency"):
-    shape = np.shape(adjacency)
+    shape = tuple(np.shape(adjacency))
     if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise ValueError(f"{name} must have shape [..., d, d] (square in its last two axes), got shape {shape}")
+        raise ValueError(expected(name, "shape [..., d, d] (square in its last two axes)", f"shape {shape}", raw=True))
     if shape[-1] > 31:
-        raise ValueError(f"{name} must have at most 31 nodes for bitmask encoding, got d={shape[-1]}")
+        raise ValueError(expected(name, "at most 31 nodes (bitmask encoding)", f"d={shape[-1]}", raw=True))
     return shape[-1]
+
+
+def _int_array(x, name):
+    a = x if isinstance(x, jax.Array) else jnp.asarray(x)
+    if not (jnp.issubdtype(a.dtype, jnp.integer) or jnp.issubdtype(a.dtype, jnp.floating) or a.dtype == jnp.bool_):
+        raise TypeError(expected(name, "an integer, bool or float array", f"dtype {a.dtype}", raw=True))
+    return a
+
+
+def _parents_array(parents, name="parents"):
+    """Parent bitmasks as an int32 JAX array (one dtype, so jitted callers compile once)."""
+    a = _int_array(parents, name)
+    if a.ndim < 1:
+        raise ValueError(expected(name, "shape [..., d]", f"shape {tuple(a.shape)}", raw=True))
+    if a.shape[-1] > 31:
+        raise ValueError(expected(name, "at most 31 nodes (bitmask encoding)", f"d={a.shape[-1]}", raw=True))
+    return a.astype(jnp.int32)
+
+
+def _adjacency_array(adjacency, name="adjacency"):
+    _check_square(adjacency, name)
+    return (_int_array(adjacency, name) != 0).astype(jnp.int32)
 
 
 def num_dags(d: int) -> int:
@@ -53,12 +77,25 @@ def num_dags(d: int) -> int:
 
     ``a(n) = sum_{k=1}^{n} (-1)^(k+1) C(n, k) 2^(k (n-k)) a(n-k)``, ``a(0) = 1``.
 
+    Args:
+        d: number of nodes, ``>= 0``.
+
+    Returns:
+        the count, a Python int (exact).
+
+    Raises:
+        ValueError / TypeError: ``d`` not a non-negative int.
+
     References:
         R. W. Robinson, "Counting labeled acyclic digraphs", New Directions in the
         Theory of Graphs, 1973.
+
+    Examples:
+        >>> from jaxcore.causal import num_dags
+        >>> [num_dags(d) for d in range(6)]
+        [1, 1, 3, 25, 543, 29281]
     """
-    if not isinstance(d, (int, np.integer)) or d < 0:
-        raise ValueError(f"d must be a non-negative int, got {d!r}")
+    d = check_int(d, "d", 0)
     a = [1]
     for n in range(1, d + 1):
         a.append(sum((-1) ** (k + 1) * math.comb(n, k) * 2 ** (k * (n - k)) * a[n - k] for k in range(1, n + 1)))
@@ -78,10 +115,23 @@ def adjacency_to_parents(adjacency: Int[Array, "... d d"]) -> Int[Array, "... d"
 
     Raises:
         ValueError: if ``adjacency`` is not square in its last two axes or d > 31.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import adjacency_to_parents
+        >>> adjacency_to_parents(np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]])).tolist()
+        [0, 1, 3]
     """
-    d = _check_square(adjacency)
+    return _adj_to_parents_jit(_adjacency_array(adjacency))
+
+
+def _adj_to_parents(adjacency):
+    d = adjacency.shape[-1]
     w = (jnp.int32(1) << jnp.arange(d, dtype=jnp.int32))[:, None]
-    return jnp.sum((jnp.asarray(adjacency) != 0).astype(jnp.int32) * w, axis=-2)
+    return jnp.sum((adjacency != 0).astype(jnp.int32) * w, axis=-2)
+
+
+_adj_to_parents_jit = jax.jit(_adj_to_parents)
 
 
 def parents_to_adjacency(parents: Int[Array, "... d"]) -> Int[Array, "... d d"]:
@@ -92,10 +142,25 @@ def parents_to_adjacency(parents: Int[Array, "... d"]) -> Int[Array, "... d d"]:
 
     Returns:
         ``[..., d, d]`` int32 0/1 with ``[i, j] = bit i of parents[j]``.
+
+    Raises:
+        ValueError: ``parents`` is a scalar or has more than 31 nodes.
+
+    Examples:
+        >>> from jaxcore.causal import parents_to_adjacency
+        >>> parents_to_adjacency([0, 1, 3]).tolist()
+        [[0, 1, 1], [0, 0, 1], [0, 0, 0]]
     """
-    parents = jnp.asarray(parents).astype(jnp.int32)
+    return _parents_to_adj_jit(_parents_array(parents))
+
+
+def _parents_to_adj(parents):
+    parents = parents.astype(jnp.int32)
     d = parents.shape[-1]
     return (parents[..., None, :] >> jnp.arange(d, dtype=jnp.int32)[:, None]) & 1
+
+
+_parents_to_adj_jit = jax.jit(_parents_to_adj)
 
 
 def compress_parents(parents: Int[Array, "... d"]) -> Int[Array, "... d"]:
@@ -106,19 +171,53 @@ def compress_parents(parents: Int[Array, "... d"]) -> Int[Array, "... d"]:
     Args:
         parents: ``[..., d]`` integer bitmasks with bit ``j`` of ``parents[..., j]`` clear.
 
-    Returns:
-        ``[..., d]`` int32 column indices into a ``[d, 2**(d-1)]`` local-score table.
+    Raises:
+        ValueError: ``parents`` is a scalar or has more than 31 nodes.
+
+    Examples:
+        >>> from jaxcore.causal import compress_parents
+        >>> compress_parents([0b110, 0b101, 0b011]).tolist()  # node j's own bit j is dropped
+        [3, 3, 3]
     """
+    return _compress_jit(_parents_array(parents))
+
+
+def _compress(parents):
     parents = jnp.asarray(parents).astype(jnp.int32)
     j = jnp.arange(parents.shape[-1], dtype=jnp.int32)
     return (parents & ((1 << j) - 1)) | ((parents >> (j + 1)) << j)
 
 
-def expand_parents(index: Int[Array, "... d"]) -> Int[Array, "... d"]:
-    """Parent bitmasks from compressed indices (inverse of :func:`compress_parents`)."""
+def _expand(index):
     index = jnp.asarray(index).astype(jnp.int32)
     j = jnp.arange(index.shape[-1], dtype=jnp.int32)
     return (index & ((1 << j) - 1)) | ((index >> j) << (j + 1))
+
+
+_compress_jit = jax.jit(_compress)
+_expand_jit = jax.jit(_expand)
+
+
+def expand_parents(index: Int[Array, "... d"]) -> Int[Array, "... d"]:
+    """Parent bitmasks from compressed indices (inverse of :func:`compress_parents`).
+
+    ``m_j = (c_j & (2**j - 1)) | ((c_j >> j) << (j + 1))``.
+
+    Args:
+        index: ``[..., d]`` compressed parent indices in ``[0, 2**(d-1))``.
+
+    Returns:
+        ``[..., d]`` int32 parent bitmasks.
+
+    Raises:
+        ValueError: ``index`` is a scalar or has more than 31 nodes.
+
+    Examples:
+        >>> from jaxcore.causal import expand_parents
+        >>> expand_parents([3, 3, 3]).tolist()
+        [6, 5, 3]
+    """
+    return _expand_jit(_parents_array(index, "index"))
 
 
 def _acyclic_residual(parents):
@@ -151,23 +250,48 @@ def is_dag(adjacency: Int[Array, "... d d"]) -> jax.Array:
 
     Raises:
         ValueError: if ``adjacency`` is not square in its last two axes.
+
+    References:
+        A. B. Kahn, "Topological sorting of large networks", CACM 1962.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import is_dag
+        >>> is_dag(np.array([[[0, 1], [0, 0]], [[0, 1], [1, 0]]])).tolist()
+        [True, False]
     """
-    _check_square(adjacency)
-    return _acyclic_residual(adjacency_to_parents(adjacency)) == 0
+    return _is_dag_jit(_adjacency_array(adjacency))
+
+
+@jax.jit
+def _is_dag_jit(adjacency):
+    return _acyclic_residual(_adj_to_parents(adjacency)) == 0
 
 
 def check_dag(adjacency, name: str = "adjacency") -> np.ndarray:
     """Validate (host side) that ``adjacency`` is a 0/1 DAG; return it as an int32 NumPy array.
 
+    Args:
+        adjacency: ``[..., d, d]`` candidate DAG(s).
+        name: the argument name used in error messages.
+
+    Returns:
+        ``[..., d, d]`` int32 NumPy array.
+
     Raises:
         ValueError: if not square, not 0/1, or cyclic (the message names ``name``).
+
+    Examples:
+        >>> from jaxcore.causal import check_dag
+        >>> check_dag([[0, 1], [0, 0]]).tolist()
+        [[0, 1], [0, 0]]
     """
     a = np.asarray(adjacency)
     _check_square(a, name)
     if not np.all((a == 0) | (a == 1)):
-        raise ValueError(f"{name} must contain only 0/1 entries")
+        raise ValueError(expected(name, "0/1 entries", "other values", raw=True))
     if not bool(np.all(np.asarray(is_dag(a)))):
-        raise ValueError(f"{name} must be acyclic (a DAG), but contains a directed cycle or self-loop")
+        raise ValueError(expected(name, "an acyclic graph (a DAG)", "a directed cycle or self-loop", raw=True))
     return a.astype(np.int32)
 
 
@@ -183,9 +307,28 @@ def topological_order(adjacency: Int[Array, "d d"]) -> Int[Array, " d"]:
 
     Returns:
         ``[d]`` int32 permutation of ``0..d-1``.
+
+    Raises:
+        ValueError: ``adjacency`` is not ``[d, d]``.
+
+    References:
+        A. B. Kahn, "Topological sorting of large networks", CACM 1962.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import topological_order
+        >>> topological_order(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]])).tolist()
+        [2, 1, 0]
     """
-    _check_square(adjacency)
-    parents = adjacency_to_parents(adjacency)
+    a = _adjacency_array(adjacency)
+    if a.ndim != 2:
+        raise ValueError(expected("adjacency", "shape [d, d]", f"shape {tuple(a.shape)}", raw=True))
+    return _topological_order_jit(a)
+
+
+@jax.jit
+def _topological_order_jit(adjacency):
+    parents = _adj_to_parents(adjacency)
     d = parents.shape[-1]
     bits = jnp.int32(1) << jnp.arange(d, dtype=jnp.int32)
 
@@ -214,13 +357,30 @@ def cpdag(adjacency: Int[Array, "... d d"]) -> Int[Array, "... d d"]:
     Returns:
         ``[..., d, d]`` int32 CPDAG (undirected edges are symmetric 1s).
 
+    Raises:
+        ValueError: ``adjacency`` is not square in its last two axes.
+
     References:
         C. Meek, "Causal inference and causal explanation with background
         knowledge", UAI 1995 (rules R1-R3). D. M. Chickering, "A transformational
         characterization of equivalent Bayesian network structures", UAI 1995.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import cpdag
+        >>> cpdag(np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])).tolist()  # a chain: all undirected
+        [[0, 1, 0], [1, 0, 1], [0, 1, 0]]
     """
-    d = _check_square(adjacency)
-    a = (jnp.asarray(adjacency) != 0).astype(jnp.int32)
+    return _cpdag_jit(_adjacency_array(adjacency))
+
+
+@jax.jit
+def _cpdag_jit(a):
+    return _cpdag(a)
+
+
+def _cpdag(a):
+    d = a.shape[-1]
     at = jnp.swapaxes(a, -1, -2)
     skel = a | at
     nonadj = (1 - skel) * (1 - jnp.eye(d, dtype=jnp.int32))
@@ -262,14 +422,39 @@ def shd(adjacency_a: Int[Array, "... d d"], adjacency_b: Int[Array, "... d d"]) 
     Returns:
         ``[...]`` int32 distances.
 
+    Raises:
+        ValueError: not square, or different ``d``.
+
     References:
         I. Tsamardinos, L. E. Brown, C. F. Aliferis, "The max-min hill-climbing
         Bayesian network structure learning algorithm", Machine Learning 2006.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import shd
+        >>> int(shd(np.array([[0, 1], [0, 0]]), np.array([[0, 0], [1, 0]])))  # one reversal
+        1
     """
-    d = _check_square(adjacency_a, "adjacency_a")
-    _check_square(adjacency_b, "adjacency_b")
-    a = (jnp.asarray(adjacency_a) != 0).astype(jnp.int32)
-    b = (jnp.asarray(adjacency_b) != 0).astype(jnp.int32)
+    a, b = _pair_args(adjacency_a, adjacency_b)
+    return _shd_jit(a, b)
+
+
+def _pair_args(adjacency_a, adjacency_b):
+    a = _adjacency_array(adjacency_a, "adjacency_a")
+    b = _adjacency_array(adjacency_b, "adjacency_b")
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(expected("adjacency_b", f"d={a.shape[-1]} nodes like adjacency_a", f"d={b.shape[-1]}",
+                                  raw=True))
+    return a, b
+
+
+@jax.jit
+def _shd_jit(a, b):
+    return _shd(a, b)
+
+
+def _shd(a, b):
+    d = a.shape[-1]
     diff = _pair_codes(a) != _pair_codes(b)
     upper = jnp.triu(jnp.ones((d, d), bool), 1)
     return jnp.sum(diff & upper, axis=(-2, -1)).astype(jnp.int32)
@@ -283,8 +468,23 @@ def cpdag_shd(adjacency_a: Int[Array, "... d d"], adjacency_b: Int[Array, "... d
 
     Returns:
         ``[...]`` int32.
+
+    Raises:
+        ValueError: not square, or different ``d``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import cpdag_shd
+        >>> int(cpdag_shd(np.array([[0, 1], [0, 0]]), np.array([[0, 0], [1, 0]])))  # Markov equivalent
+        0
     """
-    return shd(cpdag(adjacency_a), cpdag(adjacency_b))
+    a, b = _pair_args(adjacency_a, adjacency_b)
+    return _cpdag_shd_jit(a, b)
+
+
+@jax.jit
+def _cpdag_shd_jit(a, b):
+    return _shd(_cpdag(a), _cpdag(b))
 
 
 def num_linear_extensions(parents: Int[Array, "... d"]) -> jax.Array:
@@ -298,11 +498,28 @@ def num_linear_extensions(parents: Int[Array, "... d"]) -> jax.Array:
 
     Returns:
         ``[...]`` float32 counts (exact up to 2**24; use x64 for larger).
+
+    Raises:
+        ValueError: ``d > 20``.
+
+    References:
+        G. Brightwell, P. Winkler, "Counting linear extensions", Order 1991 (#P-completeness;
+        the subset DP is the standard exact method).
+
+    Examples:
+        >>> from jaxcore.causal import num_linear_extensions
+        >>> num_linear_extensions([[0, 0, 0], [0, 1, 2]]).tolist()  # empty graph: 3!; chain: 1
+        [6.0, 1.0]
     """
+    p = _parents_array(parents)
+    if p.shape[-1] > 20:
+        raise ValueError(expected("parents", "d <= 20 nodes", f"d={p.shape[-1]}", raw=True))
+    return _num_linear_extensions_jit(p)
+
+
+def _num_linear_extensions(parents):
     parents = jnp.asarray(parents).astype(jnp.int32)
     d = parents.shape[-1]
-    if d > 20:
-        raise ValueError(f"num_linear_extensions supports d <= 20, got d={d}")
     sets = jnp.arange(1 << d, dtype=jnp.int32)
     bits = jnp.int32(1) << jnp.arange(d, dtype=jnp.int32)
     dtype = jnp.result_type(float)
@@ -319,3 +536,6 @@ def num_linear_extensions(parents: Int[Array, "... d"]) -> jax.Array:
     L0 = jnp.zeros(parents.shape[:-1] + (1 << d,), dtype).at[..., 0].set(1)
     L = jax.lax.fori_loop(0, d, body, L0)
     return L[..., -1]
+
+
+_num_linear_extensions_jit = jax.jit(_num_linear_extensions)

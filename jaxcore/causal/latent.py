@@ -22,21 +22,60 @@ References:
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Float
 
-from .graphs import _acyclic_residual, adjacency_to_parents, compress_parents
+from jaxcore._util import Progress, check_choice, check_int, check_key, check_progress, check_scalar
+
+from .graphs import _acyclic_residual, _adj_to_parents, _compress
 from .samples import DAGSamples
 from .scores import bge_local_scores, check_data
 
-__all__ = ["dibs_model", "dibs_svi"]
+__all__ = ["DiBSResult", "dibs_model", "dibs_svi"]
+
+
+class DiBSResult(NamedTuple):
+    """Result of :func:`dibs_svi`.
+
+    Attributes:
+        samples: :class:`DAGSamples` of ``num_particles`` graphs (cyclic draws carry weight 0).
+        losses: ``[num_steps]`` negative ELBO at each SVI step (nats).
+        acyclic_fraction: scalar fraction of the drawn graphs that are acyclic.
+    """
+
+    samples: DAGSamples
+    losses: Float[Array, " num_steps"]
+    acyclic_fraction: Float[Array, ""]
 
 
 def dibs_model(x, *, alpha=2.0, beta=5.0, weight_scale=1.0, sigma=1.0):
-    """The numpyro model above; ``x`` is ``[N, d]`` standardised data."""
+    """The numpyro model above; ``x`` is ``[N, d]`` standardised data (a numpyro model function).
+
+    Args:
+        x: ``[N, d]`` float data.
+        alpha: sigmoid slope of the relaxation.
+        beta: weight of the acyclicity penalty.
+        weight_scale: prior standard deviation of the edge weights.
+        sigma: observation noise standard deviation.
+
+    Returns:
+        None (numpyro records the sample sites ``Z``, ``W``, ``x`` and the factor).
+
+    References:
+        L. Lorch et al., "DiBS: differentiable Bayesian structure learning", NeurIPS 2021.
+
+    Examples:
+        >>> import jax, numpy as np
+        >>> from numpyro import handlers
+        >>> from jaxcore.causal import dibs_model
+        >>> x = np.zeros((4, 2), np.float32)
+        >>> tr = handlers.trace(handlers.seed(dibs_model, jax.random.key(0))).get_trace(x)
+        >>> tr["Z"]["value"].shape
+        (2, 2)
+    """
     import numpyro
     import numpyro.distributions as dist
 
@@ -51,8 +90,9 @@ def dibs_model(x, *, alpha=2.0, beta=5.0, weight_scale=1.0, sigma=1.0):
     numpyro.sample("x", dist.Normal(mean, sigma).to_event(2), obs=x)
 
 
-@functools.partial(jax.jit, static_argnames=("n_steps", "n_particles", "alpha", "beta", "lr", "bge_weighting"))
-def _fit(key, x, n_steps, n_particles, alpha, beta, lr, bge_weighting):
+@functools.partial(jax.jit, static_argnames=("num_steps", "num_particles", "alpha", "beta", "lr", "bge_weighting",
+                                             "progress"))
+def _fit(key, x, num_steps, num_particles, alpha, beta, lr, bge_weighting, progress):
     import numpyro
     from numpyro.infer import SVI, Trace_ELBO
     from numpyro.infer.autoguide import AutoNormal
@@ -64,69 +104,92 @@ def _fit(key, x, n_steps, n_particles, alpha, beta, lr, bge_weighting):
     k_init, k_run, k_post, k_draw = jax.random.split(key, 4)
     state = svi.init(k_init, x)
 
-    def body(state, _):
+    prog = Progress(progress, num_steps, "dibs_svi")
+
+    def body(state, i):
         state, loss = svi.update(state, x)
+        prog.update(i, {"loss": loss})
         return state, loss
 
-    state, losses = jax.lax.scan(body, state, None, length=n_steps)
+    state, losses = jax.lax.scan(body, state, jnp.arange(num_steps))
     params = svi.get_params(state)
-    z = guide.sample_posterior(k_post, params, sample_shape=(n_particles,))["Z"]
+    z = guide.sample_posterior(k_post, params, sample_shape=(num_particles,))["Z"]
     prob = jax.nn.sigmoid(alpha * z) * (1.0 - jnp.eye(d))
     adj = (jax.random.uniform(k_draw, prob.shape) < prob).astype(jnp.int32)
-    parents = adjacency_to_parents(adj)
+    parents = _adj_to_parents(adj)
     ok = _acyclic_residual(parents) == 0
     if bge_weighting:
-        table = bge_local_scores(x)
-        logw = jnp.sum(table[jnp.arange(d), compress_parents(parents)], axis=-1)
+        table = bge_local_scores(x).table
+        logw = jnp.sum(table[jnp.arange(d), _compress(parents)], axis=-1)
     else:
-        logw = jnp.zeros((n_particles,), x.dtype)
+        logw = jnp.zeros((num_particles,), x.dtype)
     logw = jnp.where(ok, logw, -jnp.inf)
     w = jnp.exp(logw - jnp.max(logw))
-    return adj, w / jnp.sum(w), losses, jnp.mean(ok)
+    return DiBSResult(DAGSamples(adj, w / jnp.sum(w)), losses, jnp.mean(ok))
 
 
 def dibs_svi(
     key: jax.Array,
     data: Float[Array, "N d"],
     *,
-    n_steps: int = 2000,
-    n_particles: int = 256,
+    num_steps: int = 2000,
+    num_particles: int = 256,
     alpha: float = 2.0,
     beta: float = 5.0,
     learning_rate: float = 0.02,
     weighting: str = "bge",
-    return_diagnostics: bool = False,
-):
+    progress=False,
+) -> DiBSResult:
     """Approximate DAG posterior from the numpyro latent-graph model fitted by SVI.
 
+    One jitted program: ``num_steps`` Adam steps on the ELBO in a ``lax.scan``, then
+    ``num_particles`` hard graphs drawn from the guide and weighted.
+
     Args:
-        key: PRNG key.
+        key: PRNG key (``jax.random.key``).
         data: ``[N, d]`` data (standardise it first; the model has unit noise scale).
-        n_steps: SVI steps (one ``lax.scan``).
-        n_particles: graphs drawn from the fitted guide.
+        num_steps: SVI steps (one ``lax.scan``).
+        num_particles: graphs drawn from the fitted guide.
         alpha: sigmoid slope of the relaxation.
         beta: weight of the acyclicity penalty.
         learning_rate: Adam step size.
         weighting: ``"bge"`` (DiBS+: weights ∝ exact BGe marginal likelihood of each hard graph)
             or ``"uniform"``.
-        return_diagnostics: also return ``{"elbo_loss": [n_steps], "acyclic_fraction": scalar}``.
+        progress: ``False``, ``True`` (a progress bar) or ``fn(step, {"loss": ...})``.
 
     Returns:
-        :class:`DAGSamples` of ``n_particles`` graphs (cyclic draws carry weight 0).
+        :class:`DiBSResult`: the weighted graphs, the loss trace ``[num_steps]`` and the
+        acyclic fraction.
 
     Raises:
-        ValueError: bad data, unknown weighting, or no acyclic draw (raise ``beta`` or ``n_particles``).
+        TypeError: ``key`` is not a PRNG key.
+        ValueError: bad data, unknown weighting, bad counts, or no acyclic draw (raise ``beta``
+            or ``num_particles``).
+
+    References:
+        L. Lorch, J. Rothfuss, B. Schölkopf, A. Krause, "DiBS: differentiable Bayesian structure
+        learning", NeurIPS 2021, sec. 4 (DiBS+ weighting).
+
+    Examples:
+        >>> import jax, numpy as np
+        >>> from jaxcore.causal import dibs_svi
+        >>> x = np.random.default_rng(0).normal(size=(20, 2)).astype(np.float32)
+        >>> res = dibs_svi(jax.random.key(0), x, num_steps=5, num_particles=8)
+        >>> res.samples.adjacency.shape, res.losses.shape
+        ((8, 2, 2), (5,))
     """
+    check_key(key)
     x = check_data(data)
-    if weighting not in ("bge", "uniform"):
-        raise ValueError(f"weighting must be 'bge' or 'uniform', got {weighting!r}")
-    for nm, v in (("n_steps", n_steps), ("n_particles", n_particles)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{nm} must be an int >= 1, got {v!r}")
+    weighting = check_choice(weighting, "weighting", ("bge", "uniform"))
+    num_steps = check_int(num_steps, "num_steps", 1)
+    num_particles = check_int(num_particles, "num_particles", 1)
+    alpha = check_scalar(alpha, "alpha", positive=True)
+    beta = check_scalar(beta, "beta", nonnegative=True)
+    learning_rate = check_scalar(learning_rate, "learning_rate", positive=True)
+    progress = check_progress(progress)
     xj = jnp.asarray(x, jnp.result_type(float))
-    adj, w, losses, frac = _fit(key, xj, n_steps, n_particles, float(alpha), float(beta), float(learning_rate),
-                                weighting == "bge")
-    if not bool(jnp.isfinite(jnp.sum(w))):
-        raise ValueError("no acyclic graph among the draws; increase beta or n_particles")
-    out = DAGSamples(adj, w)
-    return (out, {"elbo_loss": losses, "acyclic_fraction": frac}) if return_diagnostics else out
+    res = _fit(key, xj, num_steps, num_particles, alpha, beta, learning_rate, weighting == "bge", progress)
+    if not bool(jnp.isfinite(jnp.sum(res.samples.weights))):
+        raise ValueError("samples: expected at least one acyclic graph among the draws, got none; "
+                         "increase beta or num_particles")
+    return res

@@ -7,40 +7,65 @@ likelihood plus local log prior) and return :class:`~jaxcore.causal.samples.DAGS
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .dp import subset_logsumexp
-from .graphs import _acyclic_residual, adjacency_to_parents, compress_parents, expand_parents, parents_to_adjacency
+from jaxcore._util import check_int, check_key, expected
+
+from .dynamic_programming import _subset_lse
+from .graphs import _acyclic_residual, _adj_to_parents, _compress, _expand, _parents_to_adj, _check_square
 from .samples import DAGSamples
+from .scores import ScoreTable, as_score_table
 
-__all__ = ["structure_mcmc", "order_mcmc"]
+__all__ = ["MCMCResult", "structure_mcmc", "order_mcmc"]
 
 
-def _check(table, n_chains, n_samples, thin, burn_in):
-    shape = np.shape(table)
-    if len(shape) != 2 or shape[1] != 1 << (shape[0] - 1):
-        raise ValueError(f"table must have shape [d, 2**(d-1)], got {shape}")
-    if shape[0] < 2:
-        raise ValueError(f"MCMC needs d >= 2 nodes, got d={shape[0]}")
-    for nm, v, lo in (("n_chains", n_chains, 1), ("n_samples", n_samples, 1), ("thin", thin, 1), ("burn_in", burn_in, 0)):
-        if not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"{nm} must be an int >= {lo}, got {v!r}")
-    if not isinstance(table, jax.core.Tracer) and np.any(np.isnan(np.asarray(table))):
-        raise ValueError("table contains NaN")
-    return shape[0]
+class MCMCResult(NamedTuple):
+    """Result of :func:`structure_mcmc` and :func:`order_mcmc`.
+
+    Attributes:
+        samples: :class:`DAGSamples` of ``num_chains * num_samples`` equally weighted draws,
+            chain-major (draw ``k`` of chain ``c`` at ``c * num_samples + k``).
+        acceptance_rate: ``[num_chains]`` fraction of accepted moves after burn-in.
+        log_scores: ``[num_chains, num_samples]`` trace of the chain's log score at each kept
+            draw (nats): the DAG's ``sum_j table[j, pa_j]`` for structure MCMC, the order's
+            ``sum_j logsumexp_{pa ⊆ pred(j)} table[j, pa]`` for order MCMC.
+    """
+
+    samples: DAGSamples
+    acceptance_rate: Float[Array, " num_chains"]
+    log_scores: Float[Array, "num_chains num_samples"]
+
+
+def _check(key, table, num_chains, num_samples, thin, burn_in):
+    check_key(key)
+    t = as_score_table(table)
+    if t.d < 2:
+        raise ValueError(expected("table", "d >= 2 nodes for MCMC", f"d={t.d}", raw=True))
+    check_int(num_chains, "num_chains", 1)
+    check_int(num_samples, "num_samples", 1)
+    check_int(thin, "thin", 1)
+    check_int(burn_in, "burn_in", 0)
+    return t
 
 
 def _graph_score(table, parents):
     d = table.shape[0]
-    return jnp.sum(table[jnp.arange(d), compress_parents(parents)])
+    return jnp.sum(table[jnp.arange(d), _compress(parents)])
 
 
-@functools.partial(jax.jit, static_argnames=("n_chains", "n_samples", "thin", "burn_in"))
-def _structure(key, table, init_parents, n_chains, n_samples, thin, burn_in):
+def _as_samples(parents, dtype):
+    d = parents.shape[-1]
+    adj = _parents_to_adj(parents.reshape(-1, d))
+    return DAGSamples(adj, jnp.full((adj.shape[0],), 1.0 / adj.shape[0], dtype))
+
+
+@functools.partial(jax.jit, static_argnames=("num_chains", "num_samples", "thin", "burn_in"))
+def _structure(key, table, init_parents, num_chains, num_samples, thin, burn_in):
     d = table.shape[0]
 
     def step(state, k):
@@ -72,75 +97,87 @@ def _structure(key, table, init_parents, n_chains, n_samples, thin, burn_in):
 
         def draw(state, kk):
             state, acc = jax.lax.scan(step, state, jax.random.split(kk, thin))
-            return state, (state[0], jnp.mean(acc))
+            return state, (state[0], state[1], jnp.mean(acc))
 
-        _, (ps, acc) = jax.lax.scan(draw, state, jax.random.split(ks, n_samples))
-        return ps, jnp.mean(acc)
+        _, (ps, scores, acc) = jax.lax.scan(draw, state, jax.random.split(ks, num_samples))
+        return ps, jnp.mean(acc), scores
 
-    keys = jax.random.split(key, n_chains)
-    return jax.vmap(chain)(keys, init_parents)
+    keys = jax.random.split(key, num_chains)
+    ps, acc, scores = jax.vmap(chain)(keys, init_parents)
+    return MCMCResult(_as_samples(ps, table.dtype), acc, scores)
 
 
 def structure_mcmc(
     key: jax.Array,
-    table: Float[Array, "d two_pow_d_minus_1"],
+    table: ScoreTable,
     *,
-    n_chains: int = 4,
-    n_samples: int = 1000,
+    num_chains: int = 4,
+    num_samples: int = 1000,
     thin: int = 10,
     burn_in: int = 1000,
     init: jax.Array | None = None,
-    return_acceptance: bool = False,
-):
+) -> MCMCResult:
     """Structure MCMC (Madigan & York 1995) with add / delete / reverse moves.
 
     Each step draws an ordered pair ``(i, j)`` uniformly; it deletes ``i -> j`` if present,
     reverses ``j -> i`` into ``i -> j`` if that is present, else adds ``i -> j``. The proposal
     is symmetric, cyclic proposals are rejected, and a move is accepted with probability
     ``min(1, exp(score' - score))``, so the chain targets ``p(G | D) ∝ exp(sum_j table[j, pa_j])``.
+    Chains are ``lax.scan`` loops ``vmap``-ed over chains, in one jitted program per
+    (``d``, counts).
 
     Args:
-        key: PRNG key.
-        table: ``[d, 2**(d-1)]`` local log scores + local log prior (``-inf`` excludes a parent set).
-        n_chains: independent chains, run with ``vmap``.
-        n_samples: draws kept per chain.
+        key: PRNG key (``jax.random.key``).
+        table: :class:`ScoreTable` of local log scores + local log prior (``-inf`` excludes a
+            parent set), ``d >= 2``.
+        num_chains: independent chains, run with ``vmap``.
+        num_samples: draws kept per chain.
         thin: steps between kept draws.
         burn_in: steps discarded first.
-        init: optional ``[n_chains, d, d]`` or ``[d, d]`` starting DAGs (default: empty graphs).
-        return_acceptance: also return the per-chain acceptance rate ``[n_chains]``.
+        init: optional ``[num_chains, d, d]`` or ``[d, d]`` starting DAGs (default: empty graphs).
 
     Returns:
-        :class:`DAGSamples` with ``n_chains * n_samples`` equally weighted draws
-        (and the acceptance rates if asked).
+        :class:`MCMCResult`: ``num_chains * num_samples`` equally weighted draws, the per-chain
+        acceptance rates and the log-score trace.
 
     Raises:
-        ValueError: bad table shape / NaN, non-positive counts, or a cyclic ``init``.
+        TypeError: ``key`` is not a PRNG key; ``table`` is not a :class:`ScoreTable`.
+        ValueError: ``d < 2``, non-positive counts, or a cyclic / wrongly shaped ``init``.
 
     References:
         D. Madigan, J. York, "Bayesian graphical models for discrete data", International
         Statistical Review 1995; P. Giudici, R. Castelo, "Improving Markov chain Monte Carlo
         model search for data mining", Machine Learning 2003 (edge reversal).
+
+    Examples:
+        >>> import jax, numpy as np
+        >>> from jaxcore.causal import bge_local_scores, structure_mcmc
+        >>> x = np.random.default_rng(0).normal(size=(50, 3))
+        >>> res = structure_mcmc(jax.random.key(0), bge_local_scores(x), num_chains=2, num_samples=20,
+        ...                      thin=2, burn_in=10)
+        >>> res.samples.adjacency.shape, res.log_scores.shape, res.acceptance_rate.shape
+        ((40, 3, 3), (2, 20), (2,))
     """
-    d = _check(table, n_chains, n_samples, thin, burn_in)
+    t = _check(key, table, num_chains, num_samples, thin, burn_in)
+    d = t.d
     if init is None:
-        p0 = jnp.zeros((n_chains, d), jnp.int32)
+        p0 = jnp.zeros((num_chains, d), jnp.int32)
     else:
         a = jnp.asarray(init)
-        if a.shape[-2:] != (d, d):
-            raise ValueError(f"init must have shape [n_chains, d, d] or [d, d] with d={d}, got {a.shape}")
-        p0 = jnp.broadcast_to(adjacency_to_parents(a), (n_chains, d))
+        _check_square(a, "init")
+        if a.shape[-2:] != (d, d) or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[0] != num_chains):
+            raise ValueError(expected("init", f"shape [num_chains, d, d] or [d, d] with num_chains={num_chains}, "
+                                              f"d={d}", f"shape {a.shape}", raw=True))
+        p0 = jnp.broadcast_to(_adj_to_parents((a != 0).astype(jnp.int32)), (num_chains, d))
         if not bool(jnp.all(_acyclic_residual(p0) == 0)):
-            raise ValueError("init must be acyclic")
-    ps, acc = _structure(key, jnp.asarray(table), p0, n_chains, n_samples, thin, burn_in)
-    adj = parents_to_adjacency(ps.reshape(-1, d))
-    out = DAGSamples(adj, jnp.full((adj.shape[0],), 1.0 / adj.shape[0], jnp.asarray(table).dtype))
-    return (out, acc) if return_acceptance else out
+            raise ValueError(expected("init", "acyclic graphs (DAGs)", "a directed cycle or self-loop", raw=True))
+    return _structure(key, t.table, p0, num_chains, num_samples, thin, burn_in)
 
 
-@functools.partial(jax.jit, static_argnames=("n_chains", "n_samples", "thin", "burn_in"))
-def _order(key, table, n_chains, n_samples, thin, burn_in):
+@functools.partial(jax.jit, static_argnames=("num_chains", "num_samples", "thin", "burn_in"))
+def _order(key, table, num_chains, num_samples, thin, burn_in):
     d = table.shape[0]
-    alpha = subset_logsumexp(table)
+    alpha = _subset_lse(table)
     nodes = jnp.arange(d, dtype=jnp.int32)
     cidx = jnp.arange(1 << (d - 1), dtype=jnp.int32)
 
@@ -150,7 +187,7 @@ def _order(key, table, n_chains, n_samples, thin, burn_in):
         return jnp.sum(jnp.where(before, jnp.int32(1) << nodes[:, None], 0), axis=0)
 
     def order_score(perm):
-        pm = compress_parents(pred_masks(perm))
+        pm = _compress(pred_masks(perm))
         return jnp.sum(alpha[nodes, pm])
 
     def step(state, k):
@@ -163,11 +200,11 @@ def _order(key, table, n_chains, n_samples, thin, burn_in):
         return (jnp.where(accept, new, perm), jnp.where(accept, new_score, score)), accept
 
     def sample_dag(perm, k):
-        allowed = compress_parents(pred_masks(perm))  # [d] compressed masks of predecessors
+        allowed = _compress(pred_masks(perm))  # [d] compressed masks of predecessors
         ok = (cidx[None, :] & ~allowed[:, None]) == 0
         logits = jnp.where(ok, table, -jnp.inf)
         c = jax.random.categorical(k, logits, axis=-1)
-        return expand_parents(c.astype(jnp.int32))
+        return _expand(c.astype(jnp.int32))
 
     def chain(k):
         k0, kb, ks = jax.random.split(k, 3)
@@ -179,51 +216,58 @@ def _order(key, table, n_chains, n_samples, thin, burn_in):
         def draw(state, kk):
             k_steps, k_dag = jax.random.split(kk)
             state, acc = jax.lax.scan(step, state, jax.random.split(k_steps, thin))
-            return state, (sample_dag(state[0], k_dag), jnp.mean(acc))
+            return state, (sample_dag(state[0], k_dag), state[1], jnp.mean(acc))
 
-        _, (ps, acc) = jax.lax.scan(draw, state, jax.random.split(ks, n_samples))
-        return ps, jnp.mean(acc)
+        _, (ps, scores, acc) = jax.lax.scan(draw, state, jax.random.split(ks, num_samples))
+        return ps, jnp.mean(acc), scores
 
-    return jax.vmap(chain)(jax.random.split(key, n_chains))
+    ps, acc, scores = jax.vmap(chain)(jax.random.split(key, num_chains))
+    return MCMCResult(_as_samples(ps, table.dtype), acc, scores)
 
 
 def order_mcmc(
     key: jax.Array,
-    table: Float[Array, "d two_pow_d_minus_1"],
+    table: ScoreTable,
     *,
-    n_chains: int = 4,
-    n_samples: int = 1000,
+    num_chains: int = 4,
+    num_samples: int = 1000,
     thin: int = 5,
     burn_in: int = 500,
-    return_acceptance: bool = False,
-):
+) -> MCMCResult:
     """Order MCMC (Friedman & Koller 2003): Metropolis-Hastings over node orders, one DAG per kept order.
 
     The order score is ``sum_j logsumexp_{pa ⊆ pred(j)} table[j, pa]`` (a zeta transform of each
     row, computed once); moves swap two positions (symmetric). Each kept order yields one DAG
     drawn exactly from ``p(G | order, D)``, parent sets independently per node. The target over
     DAGs is the order-modular one, ``p(G) ∝ #orders(G) exp(sum_j table[j, pa_j])``; compare it with
-    :func:`~jaxcore.causal.posterior.exact_posterior` using ``log_weights=log_num_orders(...)``.
+    :func:`~jaxcore.causal.exact_posterior` using ``log_weights=log_num_orders(...)``.
 
     Args:
-        key: PRNG key.
-        table: ``[d, 2**(d-1)]`` local log scores + local log prior; d up to ~14
-            (each draw touches ``d 2**(d-1)`` entries).
-        n_chains, n_samples, thin, burn_in: as in :func:`structure_mcmc`.
-        return_acceptance: also return per-chain acceptance rates.
+        key: PRNG key (``jax.random.key``).
+        table: :class:`ScoreTable` of local log scores + local log prior, ``d >= 2``; d up to
+            ~14 (each draw touches ``d 2**(d-1)`` entries).
+        num_chains, num_samples, thin, burn_in: as in :func:`structure_mcmc`.
 
     Returns:
-        :class:`DAGSamples` with ``n_chains * n_samples`` equally weighted draws.
+        :class:`MCMCResult` with ``num_chains * num_samples`` equally weighted draws (the
+        log-score trace holds the order scores).
 
     Raises:
-        ValueError: bad table shape / NaN or bad counts.
+        TypeError: ``key`` is not a PRNG key; ``table`` is not a :class:`ScoreTable`.
+        ValueError: ``d < 2`` or bad counts.
 
     References:
         N. Friedman, D. Koller, "Being Bayesian about network structure: a Bayesian approach
         to structure discovery in Bayesian networks", Machine Learning 50, 2003, sec. 3-4.
+
+    Examples:
+        >>> import jax, numpy as np
+        >>> from jaxcore.causal import bge_local_scores, order_mcmc, order_modular_prior_table
+        >>> x = np.random.default_rng(0).normal(size=(50, 3))
+        >>> table = bge_local_scores(x) + order_modular_prior_table(3)
+        >>> res = order_mcmc(jax.random.key(0), table, num_chains=2, num_samples=10, thin=2, burn_in=5)
+        >>> res.samples.adjacency.shape, float(res.samples.weights.sum())
+        ((20, 3, 3), 1.0)
     """
-    d = _check(table, n_chains, n_samples, thin, burn_in)
-    ps, acc = _order(key, jnp.asarray(table), n_chains, n_samples, thin, burn_in)
-    adj = parents_to_adjacency(ps.reshape(-1, d))
-    out = DAGSamples(adj, jnp.full((adj.shape[0],), 1.0 / adj.shape[0], jnp.asarray(table).dtype))
-    return (out, acc) if return_acceptance else out
+    t = _check(key, table, num_chains, num_samples, thin, burn_in)
+    return _order(key, t.table, num_chains, num_samples, thin, burn_in)

@@ -2,29 +2,52 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .enumerate import DAGTable, dag_keys
-from .graphs import adjacency_to_parents, is_dag
+from jaxcore._util import check_int, expected, is_concrete
 
-__all__ = ["DAGSamples", "make_samples", "dag_distribution", "mec_distribution"]
+from .enumerate import DAGTable, _dag_keys
+from .graphs import _acyclic_residual, _adj_to_parents, _check_square
+
+__all__ = [
+    "DAGSamples",
+    "make_samples",
+    "pad_samples",
+    "edge_marginals_from_samples",
+    "dag_distribution",
+    "mec_distribution",
+]
 
 
-class DAGSamples(NamedTuple):
+class DAGSamples(eqx.Module):
     """A weighted sample of DAGs (an approximate posterior).
+
+    Build one with :func:`make_samples` (which checks acyclicity and normalises the weights);
+    the samplers (:func:`~jaxcore.causal.structure_mcmc`, :func:`~jaxcore.causal.order_mcmc`,
+    :func:`~jaxcore.causal.bootstrap_map_dags`, :func:`~jaxcore.causal.dibs_svi`) return one
+    inside their ``*Result``. A pytree: pass it through ``jit`` and ``vmap``.
 
     Attributes:
         adjacency: ``[n, d, d]`` int32 0/1, ``[k, i, j] = 1`` for ``i -> j`` in sample ``k``.
-        weights: ``[n]`` non-negative weights summing to 1 (``1/n`` for MCMC draws).
+        weights: ``[n]`` non-negative weights summing to 1 (``1/n`` for MCMC draws; zero for
+            padding or discarded draws).
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import DAGSamples
+        >>> s = DAGSamples(np.zeros((2, 3, 3), np.int32), np.array([0.5, 0.5]))
+        >>> s.adjacency.shape, s.weights.tolist()
+        ((2, 3, 3), [0.5, 0.5])
     """
 
-    adjacency: jax.Array
-    weights: jax.Array
+    adjacency: Int[Array, "n d d"]
+    weights: Float[Array, " n"]
 
 
 def make_samples(adjacency: Int[Array, "n d d"], weights: Float[Array, " n"] | None = None) -> DAGSamples:
@@ -41,58 +64,186 @@ def make_samples(adjacency: Int[Array, "n d d"], weights: Float[Array, " n"] | N
         ValueError: if ``adjacency`` is not ``[n, d, d]``, a sample is cyclic (checked when the
             input is concrete, not under ``jit``), or weights have the wrong length / are
             negative / sum to zero.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import make_samples
+        >>> s = make_samples(np.zeros((2, 3, 3)), np.array([1.0, 3.0]))
+        >>> s.weights.tolist()
+        [0.25, 0.75]
     """
     a = jnp.asarray(adjacency)
     if a.ndim != 3 or a.shape[1] != a.shape[2] or a.shape[0] < 1:
-        raise ValueError(f"adjacency must have shape [n, d, d] with n >= 1, got {a.shape}")
-    if not isinstance(a, jax.core.Tracer):
-        ok = np.asarray(is_dag((a != 0).astype(jnp.int32)))
+        raise ValueError(expected("adjacency", "shape [n, d, d] with n >= 1", f"shape {a.shape}", raw=True))
+    _check_square(a)
+    a = (a != 0).astype(jnp.int32)
+    if is_concrete(a):
+        ok = np.asarray(_acyclic_residual(_adj_to_parents(a)) == 0)
         if not ok.all():
-            raise ValueError(f"adjacency must hold DAGs; sample {int(np.argmin(ok))} has a directed cycle or self-loop")
+            raise ValueError(expected("adjacency", "DAGs",
+                                      f"sample {int(np.argmin(ok))} has a directed cycle or self-loop", raw=True))
     if weights is None:
         w = jnp.full((a.shape[0],), 1.0 / a.shape[0])
     else:
         w = jnp.asarray(weights)
         if w.shape != (a.shape[0],):
-            raise ValueError(f"weights must have shape [{a.shape[0]}], got {w.shape}")
-        if not isinstance(w, jax.core.Tracer):
+            raise ValueError(expected("weights", f"shape [{a.shape[0]}]", f"shape {w.shape}", raw=True))
+        if is_concrete(w):
             wn = np.asarray(w)
             if np.any(~np.isfinite(wn)) or np.any(wn < 0) or wn.sum() <= 0:
-                raise ValueError(f"weights must be finite, non-negative and sum to > 0, got sum {wn.sum()!r}")
+                raise ValueError(expected("weights", "finite, non-negative values that sum to > 0",
+                                          f"sum {wn.sum()!r}", raw=True))
         w = w / jnp.sum(w)
-    return DAGSamples((a != 0).astype(jnp.int32), w)
+    return DAGSamples(a, w)
+
+
+def _check_samples(samples, name="samples"):
+    if not isinstance(samples, DAGSamples):
+        raise TypeError(expected(name, "a DAGSamples", type(samples).__name__, raw=True))
+    return _check_square(samples.adjacency, f"{name}.adjacency")
+
+
+@functools.partial(jax.jit, static_argnames="num_samples")
+def _pad(samples, num_samples):
+    n, d, _ = samples.adjacency.shape
+    adj = jnp.concatenate([samples.adjacency, jnp.zeros((num_samples - n, d, d), samples.adjacency.dtype)])
+    w = jnp.concatenate([samples.weights, jnp.zeros((num_samples - n,), samples.weights.dtype)])
+    return DAGSamples(adj, w)
+
+
+def pad_samples(samples: DAGSamples, num_samples: int) -> DAGSamples:
+    """Pad a sample with zero-weight empty graphs to exactly ``num_samples`` entries.
+
+    Every metric is a weighted sum, so a zero-weight draw changes nothing; padding every
+    approximation to one size makes the metrics compile once for all of them.
+
+    Args:
+        samples: :class:`DAGSamples` with ``n <= num_samples`` entries.
+        num_samples: the padded size.
+
+    Returns:
+        :class:`DAGSamples` ``[num_samples, d, d]``; the first ``n`` entries are ``samples``,
+        the rest empty graphs of weight 0 (weights keep their dtype).
+
+    Raises:
+        TypeError: ``samples`` is not a :class:`DAGSamples`.
+        ValueError: ``num_samples < n``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import make_samples, pad_samples
+        >>> s = pad_samples(make_samples(np.zeros((2, 3, 3))), 4)
+        >>> s.adjacency.shape, s.weights.tolist()
+        ((4, 3, 3), [0.5, 0.5, 0.0, 0.0])
+    """
+    _check_samples(samples)
+    n = samples.adjacency.shape[0]
+    num_samples = check_int(num_samples, "num_samples", n)
+    return _pad(samples, num_samples)
+
+
+@jax.jit
+def _edge_marginals(samples):
+    w = samples.weights
+    return jnp.einsum("n,nij->ij", w, samples.adjacency.astype(w.dtype))
+
+
+def edge_marginals_from_samples(samples: DAGSamples) -> Float[Array, "d d"]:
+    """Edge probabilities of a weighted sample: ``P(i -> j) = sum_k w_k adjacency[k, i, j]``.
+
+    The sample's counterpart of :func:`~jaxcore.causal.edge_marginals_from_posterior`; feed it
+    to :func:`~jaxcore.causal.edge_auroc` / :func:`~jaxcore.causal.edge_auprc`.
+
+    Args:
+        samples: :class:`DAGSamples` on ``d`` nodes.
+
+    Returns:
+        ``[d, d]`` probabilities in the weights' dtype (zero diagonal).
+
+    Raises:
+        TypeError: ``samples`` is not a :class:`DAGSamples`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import edge_marginals_from_samples, make_samples
+        >>> a = np.array([[[0, 1], [0, 0]], [[0, 0], [1, 0]], [[0, 1], [0, 0]], [[0, 0], [0, 0]]])
+        >>> edge_marginals_from_samples(make_samples(a)).tolist()
+        [[0.0, 0.5], [0.25, 0.0]]
+    """
+    _check_samples(samples)
+    return _edge_marginals(samples)
+
+
+@jax.jit
+def _dag_index(adjacency, table_keys):
+    keys = _dag_keys(_adj_to_parents(adjacency))
+    idx = jnp.clip(jnp.searchsorted(table_keys, keys), 0, table_keys.shape[0] - 1)
+    return idx, table_keys[idx] == keys
+
+
+@functools.partial(jax.jit, static_argnames="num_segments")
+def _segment_sum(values, idx, num_segments):
+    return jax.ops.segment_sum(values, idx, num_segments=num_segments)
 
 
 def dag_distribution(samples: DAGSamples, dags: DAGTable) -> Float[Array, " n_dags"]:
     """The sample's distribution over the enumerated DAGs (weights summed per DAG).
 
     Args:
-        samples: :class:`DAGSamples` on ``d <= 6`` nodes (every sample must be acyclic).
+        samples: :class:`DAGSamples` on ``d <= 6`` nodes (every sample with positive weight
+            must be acyclic).
         dags: ``enumerate_dags(d)``.
 
     Returns:
-        ``[n_dags]`` probabilities aligned with ``dags.parents``.
+        ``[num_dags]`` probabilities aligned with ``dags.parents``.
 
     Raises:
         ValueError: if ``d`` differs from the table's or a sample with positive weight is not
-            among the enumerated DAGs (e.g. cyclic); checked when the input is concrete (under ``jit`` such a sample
-            would be counted on a wrong DAG, so validate with :func:`make_samples` first).
+            among the enumerated DAGs (e.g. cyclic); checked when the input is concrete (under
+            ``jit`` such a sample would be counted on a wrong DAG, so validate with
+            :func:`make_samples` first).
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import dag_distribution, enumerate_dags, make_samples
+        >>> dags = enumerate_dags(2)
+        >>> q = dag_distribution(make_samples(np.zeros((1, 2, 2))), dags)
+        >>> q.tolist()  # all mass on the empty graph (key 0, first)
+        [1.0, 0.0, 0.0]
     """
-    d = samples.adjacency.shape[-1]
+    d = _check_samples(samples)
     if dags.parents.shape[1] != d:
-        raise ValueError(f"samples have d={d} nodes but dags enumerates d={dags.parents.shape[1]}")
-    keys = dag_keys(adjacency_to_parents(samples.adjacency))
-    table_keys = jnp.asarray(dags.keys)
-    idx = jnp.searchsorted(table_keys, keys)
-    idx = jnp.clip(idx, 0, dags.keys.shape[0] - 1)
-    if not isinstance(keys, jax.core.Tracer):
-        found = np.asarray((table_keys[idx] == keys) | (samples.weights == 0))  # zero-weight (e.g. DiBS cyclic) draws ignored
-        if not found.all():
-            raise ValueError(f"samples.adjacency[{int(np.argmin(found))}] is not a DAG on d={d} nodes "
-                             "(not among the enumerated DAGs)")
-    return jax.ops.segment_sum(samples.weights, idx, num_segments=dags.keys.shape[0])
+        raise ValueError(expected("dags", f"an enumeration of DAGs on the samples' d={d} nodes",
+                                  f"d={dags.parents.shape[1]}", raw=True))
+    idx, found = _dag_index(samples.adjacency, jnp.asarray(dags.keys))
+    if is_concrete(idx, samples.weights):
+        ok = np.asarray(found | (samples.weights == 0))  # zero-weight (e.g. DiBS cyclic) draws ignored
+        if not ok.all():
+            raise ValueError(expected(f"samples.adjacency[{int(np.argmin(ok))}]", f"a DAG on d={d} nodes",
+                                      "a graph that is not among the enumerated DAGs (not a DAG)", raw=True))
+    return _segment_sum(samples.weights, idx, num_segments=int(dags.keys.shape[0]))
 
 
-def mec_distribution(dag_probs: Float[Array, " n_dags"], dags: DAGTable) -> Float[Array, " n_mecs"]:
-    """Sum a distribution over DAGs into one over Markov equivalence classes."""
-    return jax.ops.segment_sum(dag_probs, jnp.asarray(dags.mec), num_segments=int(dags.n_mecs))
+def mec_distribution(dag_probs: Float[Array, " n_dags"], dags: DAGTable) -> Float[Array, " num_mecs"]:
+    """Sum a distribution over DAGs into one over Markov equivalence classes.
+
+    Args:
+        dag_probs: ``[num_dags]`` probabilities aligned with ``dags.parents``.
+        dags: ``enumerate_dags(d)``.
+
+    Returns:
+        ``[num_mecs]`` probabilities.
+
+    Raises:
+        ValueError: ``dag_probs`` has the wrong length.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.causal import enumerate_dags, mec_distribution
+        >>> sorted(mec_distribution(np.full(3, 1 / 3), enumerate_dags(2)).tolist())  # doctest: +NUMBER
+        [0.333, 0.667]
+    """
+    if np.shape(dag_probs) != (dags.parents.shape[0],):
+        raise ValueError(expected("dag_probs", f"shape [{dags.parents.shape[0]}]", f"shape {np.shape(dag_probs)}",
+                                  raw=True))
+    return _segment_sum(jnp.asarray(dag_probs), jnp.asarray(dags.mec), num_segments=int(dags.num_mecs))

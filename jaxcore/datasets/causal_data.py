@@ -214,13 +214,14 @@ def _topo(adj):
     return order
 
 
-def sample_linear_gaussian_network(net: dict, n: int, *, seed: int = 0, noise: str = "gaussian") -> np.ndarray:
+def sample_linear_gaussian_network(net: dict, n: int, *, seed: "int | np.random.Generator" = 0,
+                                   noise: str = "gaussian") -> np.ndarray:
     """Semi-synthetic data: ``n`` ancestral samples ``[n, d]`` from a linear-Gaussian network's equations.
 
     Args:
         net: from :func:`load_pgmpy_network` (``kind == "gaussian"``).
         n: number of rows.
-        seed: NumPy seed.
+        seed: NumPy seed, or a ``numpy.random.Generator`` (used and advanced in place).
         noise: ``"gaussian"`` (the network's own law), or ``"laplace"`` / ``"uniform"``
             (same variances, non-Gaussian noise).
     """
