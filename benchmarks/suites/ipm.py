@@ -36,7 +36,6 @@ import math
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.registry import (
@@ -49,6 +48,22 @@ from benchmarks.registry import (
     Table,
     register,
 )
+from jaxcore.datasets import load_hsb82
+from jaxcore.ipm import (
+    HierarchicalSample,
+    dirichlet_process_approximation_bounds,
+    dirichlet_process_finite,
+    dirichlet_process_stick_breaking,
+    dirichlet_process_urn,
+    dlip,
+    from_groups,
+    lower_bound,
+    pad_atoms,
+    permutation_test,
+    uniform_base,
+    uniform_mixture_base,
+    wow,
+)
 
 FAMILY = "ipm"
 
@@ -58,8 +73,6 @@ FAMILY = "ipm"
 
 def _dp_pair(key, n, m, split: bool = False, alpha: float = 1.0):
     """Two hierarchical samples of Dirichlet processes (stick-breaking, m atoms): same law or splitting pair."""
-    from jaxcore.ipm import dirichlet_process_stick_breaking, uniform_base, uniform_mixture_base
-
     k1, k2 = jax.random.split(key)
     if split:
         b1 = uniform_base(-0.5, 0.5)
@@ -72,8 +85,6 @@ def _dp_pair(key, n, m, split: bool = False, alpha: float = 1.0):
 
 def _urn_pair(key, n, m):
     """Two urn samples of DP(1, U[0,1]) with m atoms each (uniform weights, as [n, m] atoms)."""
-    from jaxcore.ipm import dirichlet_process_urn, uniform_base
-
     k1, k2 = jax.random.split(key)
     s1 = dirichlet_process_urn(k1, uniform_base(), 1.0, n, m)
     s2 = dirichlet_process_urn(k2, uniform_base(), 1.0, n, m)
@@ -84,9 +95,7 @@ def _urn_pair(key, n, m):
 
 
 def _wow_kernel(x, y):
-    from jaxcore.ipm import wow
-
-    return wow(x, y, 1.0)
+    return wow(x, y, 1.0).value
 
 
 def _wow_setup(size, key):
@@ -150,9 +159,7 @@ _DLIP_STEPS = 1000
 
 
 def _dlip_kernel(x, y, num_grid):
-    from jaxcore.ipm import dlip
-
-    return dlip(x, y, 0.0, 1.0, num_grid=num_grid, num_starts=_DLIP_STARTS, max_steps=_DLIP_STEPS).value
+    return dlip(x, y, interval=(0.0, 1.0), num_grid=num_grid, num_starts=_DLIP_STARTS, max_steps=_DLIP_STEPS).value
 
 
 def _dlip_setup(size, key):
@@ -255,11 +262,9 @@ def _plt():
 
 
 def _estimates(s1, s2, interval, num_grid, num_starts, max_steps):
-    from jaxcore.ipm import dlip, lower_bound, wow
-
-    a, b = interval
-    return (float(wow(s1, s2, 1.0)),
-            float(dlip(s1, s2, a, b, num_grid=num_grid, num_starts=num_starts, max_steps=max_steps).value),
+    return (float(wow(s1, s2, 1.0).value),
+            float(dlip(s1, s2, interval=interval, num_grid=num_grid, num_starts=num_starts,
+                       max_steps=max_steps).value),
             float(lower_bound(s1, s2)))
 
 
@@ -334,16 +339,6 @@ register(QualityBenchmark(
 
 
 def _run_dp(ctx):
-    from jaxcore.ipm import (
-        HierarchicalSample,
-        dirichlet_process_finite,
-        dirichlet_process_stick_breaking,
-        dirichlet_process_urn,
-        dlip,
-        dp_approximation_bounds,
-        uniform_base,
-    )
-
     p = ctx.params
     n, n_ref, num_grid = int(p["n"]), int(p["n_ref"]), int(p["num_grid"])
     base = uniform_base()
@@ -351,7 +346,7 @@ def _run_dp(ctx):
             "stick_breaking": dirichlet_process_stick_breaking}
 
     def dist(s1, s2):
-        return float(dlip(s1, s2, 0.0, 1.0, num_grid=num_grid, num_starts=int(p["num_starts"]),
+        return float(dlip(s1, s2, interval=(0.0, 1.0), num_grid=num_grid, num_starts=int(p["num_starts"]),
                           max_steps=int(p["max_steps"])).value)
 
     def ref(key, alpha):
@@ -359,10 +354,7 @@ def _run_dp(ctx):
 
     def padded(s):
         # zero-weight padding to n_ref atoms: one compiled d_lip serves every N
-        extra = n_ref - s.m
-        atoms = jnp.concatenate([s.atoms, jnp.repeat(s.atoms[:, :1], extra, axis=1)], axis=1)
-        weights = jnp.concatenate([s.weights, jnp.zeros((s.n, extra), s.weights.dtype)], axis=1)
-        return HierarchicalSample(atoms, weights, False)
+        return pad_atoms(s, n_ref)
 
     def sweep(alpha, N, key):
         # mean over reps independent draws (same compiled shapes, so cheap in compile time)
@@ -380,7 +372,7 @@ def _run_dp(ctx):
     for N in p["Ns"]:
         ctx.progress(f"dp approximation: N={N}")
         out, floor = sweep(float(p["alpha"]), int(N), jax.random.fold_in(ctx.key, int(N)))
-        bnd = dp_approximation_bounds(float(p["alpha"]), N)
+        bnd = dirichlet_process_approximation_bounds(float(p["alpha"]), N)
         for name in gens:
             res_n[name].append(out[name])
         floors.append(floor)
@@ -390,7 +382,7 @@ def _run_dp(ctx):
     for alpha in p["alphas"]:
         ctx.progress(f"dp approximation: alpha={alpha}")
         out, floor = sweep(float(alpha), int(p["N_alpha"]), jax.random.fold_in(ctx.key, 7919 + int(1000 * alpha)))
-        bnd = dp_approximation_bounds(float(alpha), int(p["N_alpha"]))
+        bnd = dirichlet_process_approximation_bounds(float(alpha), int(p["N_alpha"]))
         for name in gens:
             res_a[name].append(out[name])
         floors_a.append(floor)
@@ -400,16 +392,16 @@ def _run_dp(ctx):
         metrics[f"ipm.dp.{name}.N{int(Ns[-1])}"] = res_n[name][-1]
     metrics["ipm.dp.noise_floor"] = float(np.mean(floors))
     # consistency with the analytic bounds: largest (estimate - floor - bound) over every cell (<= 0 expected)
-    excess = [res_n[g][i] - floors[i] - float(dp_approximation_bounds(float(p["alpha"]), int(N))[g])
+    excess = [res_n[g][i] - floors[i] - float(dirichlet_process_approximation_bounds(float(p["alpha"]), int(N))[g])
               for g in gens for i, N in enumerate(p["Ns"])]
-    excess += [res_a[g][i] - floors_a[i] - float(dp_approximation_bounds(float(a), int(p["N_alpha"]))[g])
+    excess += [res_a[g][i] - floors_a[i] - float(dirichlet_process_approximation_bounds(float(a), int(p["N_alpha"]))[g])
                for g in gens for i, a in enumerate(p["alphas"])]
     metrics["ipm.dp.max_excess_over_bound_plus_floor"] = float(max(excess))
 
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     colors = {"urn": "C0", "finite": "C1", "stick_breaking": "C2"}
-    bnd = dp_approximation_bounds(float(p["alpha"]), Ns)
+    bnd = dirichlet_process_approximation_bounds(float(p["alpha"]), Ns)
     for name in gens:
         axes[0].plot(Ns, res_n[name], "o-", color=colors[name], label=f"{name} (d_lip estimate)")
         axes[0].plot(Ns, np.maximum(bnd[name], 1e-6), "--", color=colors[name], label=f"{name} bound")
@@ -421,7 +413,7 @@ def _run_dp(ctx):
         axes[1].set_visible(False)
     for name in gens if al.size else ():
         axes[1].plot(al, res_a[name], "o-", color=colors[name], label=name)
-        axes[1].plot(al, np.maximum([dp_approximation_bounds(a, int(p["N_alpha"]))[name] for a in al], 1e-6), "--",
+        axes[1].plot(al, np.maximum([dirichlet_process_approximation_bounds(a, int(p["N_alpha"]))[name] for a in al], 1e-6), "--",
                      color=colors[name])
     if al.size:
         axes[1].axhline(np.mean(floors_a), color="k", ls=":", label="noise floor")
@@ -436,7 +428,7 @@ def _run_dp(ctx):
             f"by stick-breaking with N_ref = {n_ref} atoms; noise floor: the same estimate between two independent "
             "reference samples (the estimator's bias at this n). Bounds: urn sqrt(a/(a+1)) pi/(8 sqrt N), "
             "finite Dirichlet pi/(8 sqrt N), stick-breaking (a/(a+1))^N / 3 (derivations in "
-            "jaxcore.ipm.dp_approximation_bounds). LIMITATION: at this n the estimator's noise floor "
+            "jaxcore.ipm.dirichlet_process_approximation_bounds). LIMITATION: at this n the estimator's noise floor "
             f"(about {np.mean(floors):.3f}, decaying like n^-1/2) is of the order of the true approximation errors, "
             "so estimates within about the floor of it do not resolve the error (they only show it is not larger "
             "than floor-level); only entries clearly above the floor (e.g. stick-breaking at large alpha) measure it. "
@@ -477,15 +469,14 @@ def _time_call(fn, *args, reps=5):
 
 
 def _run_timing(ctx):
-    from jaxcore.ipm import dlip, wow
-
     p = ctx.params
+
     # the library entry points (jit-compiled inside, cached by shape across the suite)
     def dl(x, y, M):
-        return dlip(x, y, 0.0, 1.0, num_grid=M, num_starts=5, max_steps=1000).value
+        return dlip(x, y, interval=(0.0, 1.0), num_grid=M, num_starts=5, max_steps=1000).value
 
     def ww(x, y):
-        return wow(x, y, 1.0)
+        return wow(x, y, 1.0).value
     rows, metrics, series = [], {}, {}
     base = {"n": int(p["n"]), "m": int(p["m"]), "M": int(p["M"])}
     for param, values in (("n", p["ns"]), ("m", p["ms"]), ("M", p["Ms"])):
@@ -543,8 +534,6 @@ register(QualityBenchmark(
 
 
 def _run_power(ctx):
-    from jaxcore.ipm import permutation_test
-
     p = ctx.params
     ns, reps, B, m = list(p["ns"]), int(p["reps"]), int(p["num_permutations"]), int(p["m"])
     level = float(p["level"])
@@ -603,9 +592,6 @@ register(QualityBenchmark(
 
 
 def _run_hsb(ctx):
-    from jaxcore.datasets.grouped import load_hsb82
-    from jaxcore.ipm import dlip, from_groups, lower_bound, permutation_test, wow
-
     p = ctx.params
     d = load_hsb82()
     lo, hi = float(d["math"].min()), float(d["math"].max())
@@ -619,8 +605,6 @@ def _run_hsb(ctx):
     # control: the public schools split at random into two halves
     perm = np.asarray(jax.random.permutation(key_split, pub.n))
     half = pub.n // 2
-    from jaxcore.ipm import HierarchicalSample
-
     pa = HierarchicalSample(pub.atoms[perm[:half]], pub.weights[perm[:half]], False)
     pb = HierarchicalSample(pub.atoms[perm[half:]], pub.weights[perm[half:]], False)
     rows, metrics = [], {}
@@ -630,10 +614,10 @@ def _run_hsb(ctx):
         comparisons.append(("public vs public (random halves)", pa, pb, key_t2))
     for label, s1, s2, kt in comparisons:
         ctx.progress(f"hsb: {label}")
-        res = dlip(s1, s2, 0.0, 1.0, num_grid=num_grid, num_starts=5, max_steps=1000)
+        res = dlip(s1, s2, interval=(0.0, 1.0), num_grid=num_grid, num_starts=5, max_steps=1000)
         if best_f is None:
             best_f = res
-        w1 = float(wow(s1, s2, 1.0))
+        w1 = float(wow(s1, s2, 1.0).value)
         lb = float(lower_bound(s1, s2))
         pv = {"dlip": "-", "wow": "-", "lower_bound": "-"}
         for stat in p["tests"]:

@@ -5,6 +5,10 @@ For laws Q1, Q2 of random probability measures on [a, b],
     d_lip(Q1, Q2) = sup_{f 1-Lipschitz} W1( law of int f dP under P ~ Q1,
                                             law of int f dP under P ~ Q2 ).
 
+The interval is passed as ``interval=(a, b)`` (as everywhere in :mod:`jaxcore.ipm`), and
+the grid has ``num_grid`` cells, 250 by default (the paper's grid; the same default in
+:func:`jaxcore.ipm.permutation_test`).
+
 It is estimated from hierarchical samples by restricting f to the continuous
 piecewise-linear functions on a grid a = t_0 < ... < t_M = b with f(a) = 0
 and slopes s_k in [-1, 1]. Then int f dP_i = sum_k s_k A_ik is linear in s,
@@ -58,6 +62,10 @@ class DLipResult(NamedTuple):
         start_values: ``[num_starts]`` the value reached from each start
             (index 0 is the start f(x) = x - a).
         num_steps: ``[num_starts]`` int32, ascent steps taken from each start.
+
+    Examples:
+        >>> DLipResult._fields
+        ('value', 'f', 'grid', 'slopes', 'start_values', 'num_steps')
     """
 
     value: Float[Array, ""]

@@ -8,7 +8,8 @@ measures such as truncated Dirichlet processes, or as m draws X_ij ~ P_i):
 
 Atoms are ``[n, m]`` (measures on the line) or ``[n, m, d]`` (measures on
 R^d); weights are ``[n, m]``. Variable numbers of atoms per measure are
-handled by padding with zero-weight atoms (static shapes under ``jit``).
+handled by padding with zero-weight atoms (static shapes under ``jit``;
+:func:`pad_atoms` pads a sample to a given number of atoms).
 
 References:
     M. Catalano, H. Lavenant. "Hierarchical Integral Probability Metrics: A

@@ -42,6 +42,10 @@ class TwoSampleResult(NamedTuple):
         statistic: scalar, the statistic on the observed split.
         p_value: scalar in (0, 1].
         null_statistics: ``[num_permutations]`` the statistic on each relabelling.
+
+    Examples:
+        >>> TwoSampleResult._fields
+        ('statistic', 'p_value', 'null_statistics')
     """
 
     statistic: Float[Array, ""]
@@ -203,8 +207,8 @@ def _permutation_core(
                 total = _wasserstein._exact_outer(c)
             else:
                 m1, m2 = c.shape
-                total = _wasserstein._entropic_cost(c, jnp.full((m1,), 1.0 / m1, c.dtype), jnp.full((m2,), 1.0 / m2, c.dtype),
-                                            1e-2, 2000)
+                total = _wasserstein._entropic_cost(c, jnp.full((m1,), 1.0 / m1, c.dtype),
+                                                    jnp.full((m2,), 1.0 / m2, c.dtype), 1e-2, 2000)
             return jnp.maximum(total, 0.0) ** (1.0 / p)
 
     else:

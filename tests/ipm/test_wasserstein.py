@@ -76,8 +76,10 @@ def test_deterministic_measures_give_inner_distance(x64):
 def test_dirac_valued_measures_give_w1_of_atoms(x64):
     rng = np.random.default_rng(3)
     a, b = rng.normal(size=9), rng.normal(size=9) + 1
-    np.testing.assert_allclose(wow(a[:, None], b[:, None], 1.0).value, scipy.stats.wasserstein_distance(a, b), rtol=1e-10)
-    np.testing.assert_allclose(wow(a[:, None], b[:5, None], 1.0).value, scipy.stats.wasserstein_distance(a, b[:5]), rtol=1e-9)
+    np.testing.assert_allclose(wow(a[:, None], b[:, None], 1.0).value, scipy.stats.wasserstein_distance(a, b),
+                               rtol=1e-10)
+    np.testing.assert_allclose(wow(a[:, None], b[:5, None], 1.0).value, scipy.stats.wasserstein_distance(a, b[:5]),
+                               rtol=1e-9)
 
 
 @pytest.mark.parametrize("c", [-0.7, 0.25])
