@@ -33,6 +33,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from benchmarks.registry import (
     Baseline,
@@ -45,6 +46,8 @@ from benchmarks.registry import (
     register,
     to_numpy,
 )
+from jaxcore.datasets import load_digits, load_mnist
+from jaxcore.sam import ASAM, GSAM, OBF, SAM, RandomDirection, hessian_max_eigenvalue, init, lr_proportional_rho, step, train
 
 FAMILY = "sam"
 SGD_TARGET = round(1.0 / 2.1, 3)  # speed-up = t_sgd / t_kernel >= 1/2.1  <=>  t_kernel <= 2.1 t_sgd
@@ -111,8 +114,6 @@ _MLP_LOSS = _ce_loss(_mlp_apply)
 
 
 def _digits_batch(n, seed=0):
-    from jaxcore.datasets.digits import load_digits
-
     x, y = load_digits()
     idx = np.random.default_rng(seed).choice(len(y), size=n, replace=n > len(y))
     return {"x": jnp.asarray(x[idx].reshape(n, -1)), "label": jnp.asarray(y[idx], jnp.int32)}
@@ -129,8 +130,7 @@ LR, RHO = 0.05, 0.05
 
 
 def _methods():
-    from jaxcore.sam import ASAM, GSAM, OBF, SAM
-
+    """method -> (perturbation, perturbation loss, micro-batch size m of m-sharpness or None)."""
     return {
         "sam": (SAM(RHO), None, None),
         "asam": (ASAM(0.5), None, None),
@@ -141,18 +141,14 @@ def _methods():
 
 
 def _step_kernel(params, state, batch, key, *, method, loss_fn, optimizer):
-    from jaxcore.sam import step
-
     pert, obf, m = _methods()[method]
-    new_params, _, _ = step(loss_fn, params, state, batch, key, optimizer=optimizer, perturbation=pert,
-                            perturbation_loss=obf, micro_batch_size=m)
-    return new_params
+    k = None if m is None else batch["label"].shape[0] // m  # k = B / m micro-batches
+    return step(loss_fn, params, state, batch, key=key, optimizer=optimizer, perturbation=pert,
+                perturbation_loss=obf, num_micro_batches=k).params
 
 
 def _sgd_step(params, state, batch, key, *, method, loss_fn, optimizer):
     """Plain SGD step on the same model: one value_and_grad, one optax update."""
-    import optax
-
     (_, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, None, batch)
     updates, _ = optimizer.update(grads, state.opt_state, params)
     return {"sgd": optax.apply_updates(params, updates)}
@@ -160,8 +156,6 @@ def _sgd_step(params, state, batch, key, *, method, loss_fn, optimizer):
 
 def _optax_sam_step(params, opt_state, batch, *, method, loss_fn, optimizer):
     """optax.contrib.sam as documented: adversary chain(normalize(), sgd(rho)), two update calls."""
-    import optax
-
     tx = optax.contrib.sam(optimizer, optax.chain(optax.contrib.normalize(), optax.sgd(RHO)), sync_period=2)
     grad = jax.grad(lambda p: loss_fn(p, None, batch)[0])
     for _ in range(2):
@@ -255,10 +249,6 @@ def _torch_sam_step(model, opt, x, y, **static):
 
 
 def _step_setup(size, key, method):
-    import optax
-
-    from jaxcore.sam import init
-
     width, batch = int(size["width"]), int(size["batch"])
     data = _digits_batch(batch)
     params = _mlp_init(key, 64, width, 10)
@@ -283,13 +273,10 @@ def _step_setup(size, key, method):
 
 def _step_check(kernel_out, baseline_out, case):
     """SGD baseline: equals jaxcore.sam.step with perturbation=None; others: equal to the kernel."""
-    from jaxcore.sam import step
-
     if isinstance(baseline_out, dict) and "sgd" in baseline_out:
         params, state, batch, key = case.args
         s = case.static
-        ref, _, _ = jax.jit(lambda p, st, b: step(s["loss_fn"], p, st, b, optimizer=s["optimizer"],
-                                                  perturbation=None))(params, state, batch)
+        ref = step(s["loss_fn"], params, state, batch, optimizer=s["optimizer"], perturbation=None).params
         got = baseline_out["sgd"]
         for name in ref:
             np.testing.assert_allclose(np.asarray(got[name]), np.asarray(ref[name]), rtol=1e-5, atol=1e-6,
@@ -350,9 +337,7 @@ def _hess_loss(params, batch):
 
 
 def _hess_kernel(params, batch, key, *, num_iters):
-    from jaxcore.sam import hessian_max_eigenvalue
-
-    return hessian_max_eigenvalue(_hess_loss, params, batch, key, num_iters=num_iters).eigenvalue
+    return hessian_max_eigenvalue(key, _MLP_LOSS, params, batch, num_iters=num_iters).eigenvalue
 
 
 def _hess_dense(params, batch, key, *, num_iters):
@@ -429,8 +414,6 @@ register(SpeedBenchmark(
 
 def _quality_methods(lr_schedule, peak_lr):
     """name -> (perturbation, perturbation loss); None perturbation is the base optimizer."""
-    from jaxcore.sam import ASAM, GSAM, OBF, SAM, RandomDirection, lr_proportional_rho
-
     gsam_rho = lr_proportional_rho(lr_schedule, peak_lr, 0.0, rho_max=0.1, rho_min=0.02)
     obf = OBF(gamma=1e-12)  # the authors' setting for SGD-trained models
     return {
@@ -448,16 +431,12 @@ def _quality_methods(lr_schedule, peak_lr):
 def _load_quality_data(name, n_train_max):
     """(x_train, y_train, x_test, y_test, source note); images [N, H, W] in [0, 1]."""
     if name == "digits":
-        from jaxcore.datasets.digits import load_digits
-
         x, y = load_digits()
         perm = np.random.default_rng(0).permutation(len(y))
         n_tr = int(round(0.7 * len(y)))
         tr, te = perm[:n_tr], perm[n_tr:]
         return x[tr], y[tr], x[te], y[te], "scikit-learn digits (1797 8x8 images), fixed 70/30 split"
     if name == "mnist":
-        from jaxcore.datasets.mnist import load_mnist
-
         d = load_mnist()
         (xtr, ytr), (xte, yte) = d["train"], d["test"]
         n = min(int(n_train_max), len(ytr))
@@ -476,16 +455,12 @@ def _noisy_labels(y, rate, n_classes, rng):
 
 @functools.lru_cache(maxsize=None)
 def _trainer(model, method, side, total_steps, peak_lr):
-    """A jitted ``run(params0, step_keys, x_tr, y_tr_s, idx_s, x_te, y_te) -> (params, acc, last_loss)``.
+    """A jitted ``run(params0, seed_keys, x_tr, y_tr_s, idx_s, x_te, y_te) -> (params, acc, last_loss)``.
 
-    Trains one (model, method) for every seed (vmapped over seeds, ``lax.scan``
-    over steps) and returns the parameters and test accuracy; data are
+    Trains one (model, method) for every seed (vmapped over seeds; ``jaxcore.sam.train``
+    scans over steps) and returns the parameters and test accuracy; data are
     arguments, so clean and noisy runs share one compile.
     """
-    import optax
-
-    from jaxcore.sam import init, step
-
     apply = _mlp_apply if model == "MLP" else _cnn_apply
     loss_fn = _ce_loss(apply)
     schedule = optax.cosine_decay_schedule(peak_lr, total_steps)
@@ -495,29 +470,20 @@ def _trainer(model, method, side, total_steps, peak_lr):
         raise ValueError(f"methods: unknown method {method!r}, expected one of {sorted(methods)}")
     pert, obf = methods[method]
 
-    def train_one(params, steps_keys, x_tr, y_tr, idx, x_te, y_te):
-        state = init(params, optimizer)
+    def train_one(params, key, x_tr, y_tr, idx, x_te, y_te):
+        res = train(loss_fn, params, {"x": x_tr, "label": y_tr}, idx, optimizer=optimizer, perturbation=pert,
+                    perturbation_loss=obf, key=key)
+        acc = jnp.mean(jnp.argmax(apply(res.params, x_te), -1) == y_te)
+        return res.params, acc, res.losses[-1]
 
-        def body(carry, inp):
-            params, state = carry
-            i, k = inp
-            batch = {"x": x_tr[i], "label": y_tr[i]}
-            params, state, info = step(loss_fn, params, state, batch, k, optimizer=optimizer, perturbation=pert,
-                                       perturbation_loss=obf)
-            return (params, state), info.loss
-
-        (params, _), losses = jax.lax.scan(body, (params, state), (idx, steps_keys))
-        acc = jnp.mean(jnp.argmax(apply(params, x_te), -1) == y_te)
-        return params, acc, losses[-1]
-
-    def run(params0, steps_keys, x_tr, y_tr_s, idx_s, x_te, y_te):
+    def run(params0, seed_keys, x_tr, y_tr_s, idx_s, x_te, y_te):
         if model == "MLP":
             return jax.vmap(train_one, in_axes=(0, 0, None, 0, 0, None, None))(
-                params0, steps_keys, x_tr, y_tr_s, idx_s, x_te, y_te)
+                params0, seed_keys, x_tr, y_tr_s, idx_s, x_te, y_te)
         # Convolutions vmapped over per-seed kernels become grouped convolutions, several times slower
         # on CPU than running the seeds one after the other.
         return jax.lax.map(lambda a: train_one(a[0], a[1], x_tr, a[2], a[3], x_te, y_te),
-                           (params0, steps_keys, y_tr_s, idx_s))
+                           (params0, seed_keys, y_tr_s, idx_s))
 
     return jax.jit(run)
 
@@ -525,13 +491,10 @@ def _trainer(model, method, side, total_steps, peak_lr):
 @functools.lru_cache(maxsize=None)
 def _sharpness(model, eig_iters):
     """Jitted, seed-vmapped top Hessian eigenvalue of the training loss (one compile per model)."""
-    from jaxcore.sam import hessian_max_eigenvalue
-
     loss_fn = _ce_loss(_mlp_apply if model == "MLP" else _cnn_apply)
-    sh_loss = lambda p, b: loss_fn(p, None, b)[0]  # noqa: E731
 
     def one(params, x, y, key):
-        return hessian_max_eigenvalue(sh_loss, params, {"x": x, "label": y}, key, num_iters=eig_iters).eigenvalue
+        return hessian_max_eigenvalue(key, loss_fn, params, {"x": x, "label": y}, num_iters=eig_iters).eigenvalue
 
     if model == "MLP":
         return jax.jit(jax.vmap(one, in_axes=(0, None, 0, 0)))
@@ -562,7 +525,7 @@ def _sam_quality(ctx):
     n_sh = min(int(p["sharpness_examples"]), n)
     x_sh = x_tr_j[:n_sh]
     init_keys, eig_keys = jax.random.split(ctx.key, (2, seeds))
-    step_keys = jax.random.split(jax.random.fold_in(ctx.key, 1), (seeds, total))
+    seed_keys = jax.random.split(jax.random.fold_in(ctx.key, 1), seeds)  # train splits one key per step
     results, rows_acc, rows_eig, metrics, notes = {}, [], [], {}, []
     t_start = time.perf_counter()
     for noise in noises:
@@ -579,7 +542,7 @@ def _sam_quality(ctx):
                 ctx.progress(f"sam.{p['dataset']}: {model} {method} noise={noise:.0%} ({seeds} seeds, {total} steps)")
                 params0 = _initializer(model, int(x_tr.shape[1]))(init_keys)  # same init for every method
                 run = _trainer(model, method, int(x_tr.shape[1]), total, float(p["lr"]))
-                params, acc, last = run(params0, step_keys, x_tr_j, y_s, idx_s, x_te_j, y_te_j)
+                params, acc, last = run(params0, seed_keys, x_tr_j, y_s, idx_s, x_te_j, y_te_j)
                 eig = _sharpness(model, int(p["eig_iters"]))(params, x_sh, y_s[:, :n_sh], eig_keys)
                 acc, eig = 100.0 * np.asarray(acc), np.asarray(eig)
                 results[(noise, model, method)] = (acc, eig)
