@@ -33,6 +33,28 @@ from benchmarks.registry import (
     torch_device,
 )
 from benchmarks.runner import default_check
+from jaxcore.datasets import load_image
+from jaxcore.inverse import (
+    PRETRAINED,
+    TASKS,
+    TEST_IMAGES,
+    Blur,
+    DnCNN,
+    GradientStepDenoiser,
+    TVDenoiser,
+    annealed_schedule,
+    constant_schedule,
+    degrade,
+    gaussian_kernel,
+    load_pretrained,
+    make_task,
+    pretrained_info,
+    psnr,
+    psnr_table,
+    restore_batch,
+    ssim,
+    standard_normal,
+)
 
 FAMILY = "inverse"
 
@@ -43,19 +65,15 @@ FAMILY = "inverse"
 @functools.lru_cache(maxsize=None)
 def _denoiser():
     """The shipped DnCNN (random He-initialised weights of the same architecture if none is shipped)."""
-    from jaxcore.inverse.denoisers import DnCNN, load_pretrained
-
     try:
         return load_pretrained("dncnn"), "shipped weights"
     except FileNotFoundError:
-        return DnCNN(jax.random.key(0)), "random weights (no shipped file)"
+        return DnCNN(key=jax.random.key(0)), "random weights (no shipped file)"
 
 
 @functools.lru_cache(maxsize=None)
 def _restoration_denoiser():
     """The shipped DnCNN with mirror-symmetric borders, for restoring small crops (see DnCNN.boundary)."""
-    from jaxcore.inverse.denoisers import load_pretrained
-
     try:
         return load_pretrained("dncnn", boundary="symmetric"), "shipped weights, symmetric boundary"
     except FileNotFoundError:
@@ -96,26 +114,20 @@ SNORE_SIGMA, SNORE_ALPHA, SNORE_SIGMA_Y = 10 / 255, 0.5, 10 / 255
 SNORE_DELTA = 0.5 * SNORE_SIGMA_Y**2
 
 
-def snore_kernel(keys, ys, operator, denoiser, schedule, sigma_y, *, n_samples=1):
+def snore_kernel(keys, ys, operator, denoiser, schedule, sigma_y, *, num_samples=1):
     """SNORE on ``[n_images]`` observations x ``[n_seeds]`` keys (the benchmarked kernel).
 
-    On CPU the runs go one at a time (``batch_size=1``): measured on 2 shared cores, interleaved,
+    On CPU the runs go one at a time (``chunk_size=1``): measured on 2 shared cores, interleaved,
     paired median ratio vmap-all / one-at-a-time = 1.07 (64x64, 2 images x 4 seeds), 1.11
     (256x256, 1 x 2) and 1.44 (256x256, 2 x 2): one image's activations stay in cache.
     Elsewhere all runs are vmapped together.
     """
-    from jaxcore.inverse.snore import restore_batch
-
-    batch_size = 1 if jax.default_backend() == "cpu" else None
-    return restore_batch("snore", keys, ys, operator, denoiser, schedule, sigma_y, n_samples=n_samples,
-                         batch_size=batch_size).x
+    chunk_size = 1 if jax.default_backend() == "cpu" else None
+    return restore_batch(keys, ys, operator, denoiser, schedule, sigma_y, method="snore", num_samples=num_samples,
+                         chunk_size=chunk_size).x
 
 
 def _snore_setup(size, key):
-    from jaxcore.datasets.images import load_image
-    from jaxcore.inverse.operators import Blur, gaussian_kernel
-    from jaxcore.inverse.snore import constant_schedule
-
     hw, n_img, n_seeds = int(size["hw"]), int(size["images"]), int(size["seeds"])
     n_iter, ns = int(size["iters"]), int(size.get("samples", 1))
     net, _ = _denoiser()
@@ -129,7 +141,7 @@ def _snore_setup(size, key):
     args = (seeds, ys, op, net, sched, sigma_y)
     pixels = hw * hw
     flops = n_iter * n_img * n_seeds * ns * pixels * _conv_flops_per_pixel(net)
-    case = Case(args=args, static={"n_samples": ns}, work=float(n_iter * n_img * n_seeds),
+    case = Case(args=args, static={"num_samples": ns}, work=float(n_iter * n_img * n_seeds),
                 work_unit="image-iterations", flops=flops)
     try:
         import torch
@@ -151,10 +163,8 @@ def _snore_observations(key, xs, op, *, n_seeds, n_iter, ns):
     """Observations, seed keys and the exact noise the SNORE loop draws (for the torch loop), in one compile.
 
     Returns ``ys [n, H, W, C]``, ``seeds [n_seeds]`` and noise ``[n_seeds, n_iter, ns, H, W, C]``
-    (per seed key, split into one key per iteration, as :func:`jaxcore.inverse.snore.snore` does).
+    (per seed key, split into one key per iteration, as :func:`jaxcore.inverse.snore` does).
     """
-    from jaxcore.inverse.operators import degrade, standard_normal
-
     ys = degrade(jax.random.fold_in(key, 1), xs, op, SNORE_SIGMA_Y)
     seeds = jax.random.split(jax.random.fold_in(key, 2), n_seeds)
     noise = jax.vmap(lambda k: jax.vmap(lambda kk: standard_normal(kk, (ns,) + xs.shape[1:]))(
@@ -162,7 +172,7 @@ def _snore_observations(key, xs, op, *, n_seeds, n_iter, ns):
     return ys, seeds, noise
 
 
-def torch_snore(common, channels_last, *, n_samples=1):
+def torch_snore(common, channels_last, *, num_samples=1):
     """The same SNORE loop in PyTorch (batched over images x seeds x samples, pre-drawn noise)."""
     import torch
 
@@ -175,15 +185,15 @@ def torch_snore(common, channels_last, *, n_samples=1):
         x = yb.clone()
         for k in range(n_iter):
             z = noise[k][None].expand(n_img, *noise.shape[1:]).reshape(-1, c, h, w)
-            xn = x.repeat_interleave(n_samples, 0) + sigma * z
-            den = forward(xn, sigma, channels_last).reshape(-1, n_samples, c, h, w).mean(1)
+            xn = x.repeat_interleave(num_samples, 0) + sigma * z
+            den = forward(xn, sigma, channels_last).reshape(-1, num_samples, c, h, w).mean(1)
             ax = torch.fft.irfft2(torch.fft.rfft2(x) * kfft, s=(h, w))
             grad_f = torch.fft.irfft2(torch.fft.rfft2(ax - yb) * kfft.conj(), s=(h, w)) / sigma_y**2
             x = torch.clamp(x - delta * (grad_f + alpha * (x - den) / sigma**2), 0.0, 1.0)
         return x.reshape(n_img, n_seeds, c, h, w).permute(0, 1, 3, 4, 2)
 
 
-def torch_snore_sequential(common, channels_last, *, n_samples=1):
+def torch_snore_sequential(common, channels_last, *, num_samples=1):
     """:func:`torch_snore` one (image, seed) run at a time (cache-friendlier on CPU, as the kernel)."""
     import torch
 
@@ -192,7 +202,7 @@ def torch_snore_sequential(common, channels_last, *, n_samples=1):
     for i in range(y.shape[0]):
         for j in range(noise.shape[1]):
             sub = dict(common, y=y[i : i + 1], noise=noise[:, j : j + 1])
-            outs.append(torch_snore(sub, channels_last, n_samples=n_samples)[0, 0])
+            outs.append(torch_snore(sub, channels_last, num_samples=num_samples)[0, 0])
     return torch.stack(outs).reshape((y.shape[0], noise.shape[1]) + outs[0].shape)
 
 
@@ -251,8 +261,6 @@ def denoise_forward(x, net, sigma):
 
 def denoise_forward_grad(x, net, sigma):
     """Gradient-step evaluation ``x - grad g(x)``, ``g = ||x - N(x)||^2/2``: forward + one VJP."""
-    from jaxcore.inverse.denoisers import GradientStepDenoiser
-
     return GradientStepDenoiser(net)(x, sigma)
 
 
@@ -329,9 +337,6 @@ for _grad in (False, True):
 
 
 def _run_denoiser_table(ctx) -> QualityResult:
-    from jaxcore.inverse.denoisers import PRETRAINED, load_pretrained, pretrained_info
-    from jaxcore.inverse.train_denoiser import TEST_IMAGES, psnr_table
-
     p = ctx.params
     tables, metrics, notes = [], {}, []
     nets = {}
@@ -339,7 +344,7 @@ def _run_denoiser_table(ctx) -> QualityResult:
         try:
             nets[name] = load_pretrained(name)
         except FileNotFoundError:
-            notes.append(f"{name}: no weight file in this installation (`python -m jaxcore.inverse.train_denoiser"
+            notes.append(f"{name}: no weight file in this installation (`python scripts/train_denoiser.py"
                          f"{' --gradient-step' if name == 'gs-dncnn' else ''}` builds it), not in the table")
     if not nets:
         return QualityResult(notes=notes + ["no trained denoiser is shipped"])
@@ -407,54 +412,24 @@ METHOD_PARAMS = {
 #: the full configuration should list all of METHOD_PARAMS (adds the snore_prox and red_prox variants).
 DEFAULT_METHODS = ["snore", "annealed_snore", "red", "pnp_pgd", "pnp_hqs", "snore_tv", "red_gs"]
 
-TASKS = {
-    "gaussian_blur": "Gaussian blur 9x9, std 1.6",
-    "uniform_blur": "uniform blur 9x9",
-    "motion_blur": "motion blur 25x25",
-    "inpainting": "inpainting, 50% pixels missing",
-}
-
-
 def _schedule(mp, sigma_y, iter_scale):
-    from jaxcore.inverse.snore import annealed_schedule, constant_schedule
-
     if mp["kind"] == "annealed":
         return annealed_schedule(
             sigma_start=min(mp["sigma_start"] * sigma_y, 50 / 255), sigma_end=mp["sigma_end"] * sigma_y,
             alpha_start=mp["alpha_start"], alpha_end=mp["alpha_end"], step_size=mp["step"] * sigma_y**2,
-            n_stages=mp["stages"], iters_per_stage=max(1, int(round(mp["per_stage"] * iter_scale))),
-            final_iters=max(1, int(round(mp["final"] * iter_scale))),
+            num_stages=mp["stages"], steps_per_stage=max(1, int(round(mp["per_stage"] * iter_scale))),
+            final_steps=max(1, int(round(mp["final"] * iter_scale))),
         )
     n = max(1, int(round(mp["iters"] * iter_scale)))
     return constant_schedule(n, sigma=mp["sigma"] * sigma_y, alpha=mp.get("alpha", 1.0),
                              step_size=mp["step"] * sigma_y**2)
 
 
-def _operator(task, hw, key, channels):
-    from jaxcore.inverse.operators import Blur, Inpainting, gaussian_kernel, motion_kernel, random_mask, uniform_kernel
-
-    if task == "gaussian_blur":
-        return Blur(gaussian_kernel(9, 1.6), (hw, hw))
-    if task == "uniform_blur":
-        return Blur(uniform_kernel(9), (hw, hw))
-    if task == "motion_blur":
-        return Blur(motion_kernel(key, 25), (hw, hw))
-    if task == "inpainting":
-        return Inpainting(random_mask(key, (hw, hw), 0.5))
-    raise ValueError(f"unknown task {task!r}; known: {sorted(TASKS)}")
-
-
 def restore_all(key, xs, task, sigma_y, net, methods, iter_scale, n_seeds=1):
     """Degrade ``xs [n, H, W, C]`` by ``task`` and restore with each method; returns dict of outputs."""
     hw = xs.shape[1]
-    op = _operator(task, hw, jax.random.fold_in(key, 7), xs.shape[-1])
-    op_run = op
-    if hasattr(op, "kernel"):
-        # only kernel_fft enters the computation; a 1x1 stand-in for the [kh, kw, C] kernel (its last axis
-        # still gives the channel count) lets the 9x9 and 25x25 blurs share one compilation per method
-        import equinox as eqx
-
-        op_run = eqx.tree_at(lambda o: o.kernel, op, op.kernel[:1, :1])
+    # the task's operator keeps only the blur kernel's FFT: the 9x9 and 25x25 blurs share one compilation
+    op_run = make_task(jax.random.fold_in(key, 7), task, (hw, hw), sigma_y).operator
     ys, x0s = _observe(jax.random.fold_in(key, 8), xs, op_run, jnp.float32(sigma_y), inpaint=task == "inpainting")
     seeds = jax.random.split(jax.random.fold_in(key, 9), n_seeds)
     out = {"degraded": (x0s, *_scores(jnp.clip(x0s, 0, 1)[:, None], xs))}
@@ -466,15 +441,13 @@ def restore_all(key, xs, task, sigma_y, net, methods, iter_scale, n_seeds=1):
         den = {"tv": _tv_denoiser, "gs": _gs_denoiser}[mp["denoiser"]]() if "denoiser" in mp else net
         xr = jax.block_until_ready(_run_method(kind, seeds, ys, x0s, op_run, den, sched, jnp.float32(sigma_y)))
         dt = time.perf_counter() - t0
-        out[name] = (xr[:, 0], *_scores(xr, xs), dt, sched.n_iter)
+        out[name] = (xr[:, 0], *_scores(xr, xs), dt, sched.num_steps)
     return out
 
 
 @functools.partial(jax.jit, static_argnames=("inpaint",))
 def _observe(key, xs, op, sigma_y, *, inpaint):
     """``y = A x + sigma_y n`` and the initial iterate (inpainting: missing pixels at the observed mean)."""
-    from jaxcore.inverse.operators import degrade
-
     ys = degrade(key, xs, op, sigma_y)
     if not inpaint:
         return ys, ys
@@ -486,34 +459,26 @@ def _observe(key, xs, op, sigma_y, *, inpaint):
 @jax.jit
 def _scores(xr, xs):
     """Mean over seeds of PSNR and SSIM of ``xr [n, seeds, H, W, C]`` against ``xs [n, H, W, C]``."""
-    from jaxcore.inverse.metrics import psnr, ssim
-
     ref = jnp.broadcast_to(xs[:, None], xr.shape)
     return jnp.mean(psnr(xr, ref), 1), jnp.mean(ssim(xr, ref), 1)
 
 
 @functools.lru_cache(maxsize=None)
 def _tv_denoiser():
-    from jaxcore.inverse.denoisers import TVDenoiser
-
     return TVDenoiser()
 
 
 @functools.lru_cache(maxsize=None)
 def _gs_denoiser():
     """The shipped gradient-step DnCNN, symmetric boundary as the restoration DnCNN."""
-    from jaxcore.inverse.denoisers import load_pretrained
-
     return load_pretrained("gs-dncnn", boundary="symmetric")
 
 
 @functools.partial(jax.jit, static_argnames=("kind",))
 def _run_method(kind, seeds, ys, x0s, op, net, sched, sigma_y):
     """One compiled restoration per (method, operator type, shapes): reused across tasks and noise levels."""
-    from jaxcore.inverse.snore import restore_batch
-
-    batch_size = 1 if jax.default_backend() == "cpu" else None  # one run at a time on CPU: see snore_kernel
-    return restore_batch(kind, seeds, ys, op, net, sched, sigma_y, x0s=x0s, batch_size=batch_size).x
+    chunk_size = 1 if jax.default_backend() == "cpu" else None  # one run at a time on CPU: see snore_kernel
+    return restore_batch(seeds, ys, op, net, sched, sigma_y, method=kind, x0s=x0s, chunk_size=chunk_size).x
 
 
 def _run_restoration(ctx) -> QualityResult:
@@ -521,8 +486,6 @@ def _run_restoration(ctx) -> QualityResult:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from jaxcore.datasets.images import load_image
 
     p = ctx.params
     net, wnote = _restoration_denoiser()

@@ -6,15 +6,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcore.inverse.denoisers import (
+from jaxcore.inverse import (
     DnCNN,
     GaussianMMSEDenoiser,
     GradientStepDenoiser,
     TVDenoiser,
+    conv3x3,
     load_pretrained,
     pretrained_info,
+    psnr_table,
 )
-from jaxcore.inverse.denoisers import conv3x3
 
 
 def test_gaussian_mmse_is_posterior_mean(x64, key):
@@ -38,19 +39,19 @@ def test_gaussian_mmse_is_posterior_mean(x64, key):
 def test_tv_matches_skimage_chambolle():
     from skimage.restoration import denoise_tv_chambolle
 
-    from jaxcore.datasets.images import load_image
+    from jaxcore.datasets import load_image
 
     x = load_image("camera")[200:248, 200:248]
     noisy = (x + 0.1 * np.random.default_rng(0).standard_normal(x.shape)).astype(np.float32)
     ref = denoise_tv_chambolle(noisy[..., 0].astype(np.float64), weight=0.11, eps=1e-12, max_num_iter=1500)
-    got = TVDenoiser(weight_per_sigma=1.1, n_iter=1500)(jnp.asarray(noisy), 0.1)
+    got = TVDenoiser(weight_per_sigma=1.1, num_steps=1500)(jnp.asarray(noisy), 0.1)
     np.testing.assert_allclose(got[..., 0], ref, atol=1e-4)
     # sigma = 0 returns the input
-    np.testing.assert_allclose(TVDenoiser(n_iter=5)(jnp.asarray(noisy), 0.0), noisy, atol=1e-6)
+    np.testing.assert_allclose(TVDenoiser(num_steps=5)(jnp.asarray(noisy), 0.0), noisy, atol=1e-6)
 
 
 def test_dncnn_shapes_batching_and_gray(key):
-    module = DnCNN(key, channels=3, features=8, depth=3)
+    module = DnCNN(key=key, channels=3, features=8, depth=3)
     # one compiled call per input shape: sigma is always an array (a traced argument), never a Python float
     call = eqx.filter_jit(lambda m, x, s: m(x, s))
     net = lambda x, s: call(module, x, jnp.asarray(s, jnp.float32))  # noqa: E731
@@ -66,14 +67,21 @@ def test_dncnn_shapes_batching_and_gray(key):
     np.testing.assert_allclose(out_g, jnp.mean(net(jnp.repeat(g, 3, -1), 0.1), -1, keepdims=True), atol=1e-5)
     # noise-scaled output: D(x, 0) = x exactly; residual form: it is not
     np.testing.assert_array_equal(net(x, 0.0), x)
-    plain = DnCNN(key, channels=3, features=8, depth=3, noise_scaled=False)
+    plain = DnCNN(key=key, channels=3, features=8, depth=3, noise_scaled=False)
     assert float(jnp.max(jnp.abs(call(plain, x, jnp.float32(0.0)) - x))) > 1e-4
     # symmetric boundary: the network on the mirror-extended image, cropped back
-    sym = DnCNN(key, channels=3, features=8, depth=3, boundary="symmetric")
+    sym = DnCNN(key=key, channels=3, features=8, depth=3, boundary="symmetric")
     xp = jnp.pad(x[0], ((0, 0), (3, 3), (3, 3), (0, 0)), mode="symmetric")
     np.testing.assert_allclose(call(sym, x[0], jnp.float32(0.1)), net(xp, 0.1)[:, 3:-3, 3:-3], atol=1e-6)
     with pytest.raises(ValueError, match="boundary"):
-        DnCNN(key, channels=3, features=8, depth=3, boundary="reflect")
+        DnCNN(key=key, channels=3, features=8, depth=3, boundary="reflect")
+    # equinox's convention: the key is keyword-only, and a PRNG key
+    with pytest.raises(TypeError):
+        DnCNN(key, channels=3, features=8, depth=3)
+    with pytest.raises(TypeError, match="key: expected a jax.random.key"):
+        DnCNN(key=0, channels=3, features=8, depth=3)
+    with pytest.raises(ValueError, match="depth: expected an int >= 2, got 1"):
+        DnCNN(key=key, channels=3, features=8, depth=1)
     with pytest.raises(ValueError, match="channels"):
         module(jnp.zeros((16, 16, 2)), 0.1)
     with pytest.raises(ValueError, match="sigma"):
@@ -116,7 +124,7 @@ def test_gradient_step_denoiser_is_gradient_of_potential(x64, key):
     grad = jax.grad(lambda u: jnp.sum(gs.potential(u, sigma)))(x)
     np.testing.assert_allclose(gs(x, sigma), x - grad, atol=1e-12)
     # with a nonlinear network too
-    net = DnCNN(key, channels=1, features=4, depth=3)
+    net = DnCNN(key=key, channels=1, features=4, depth=3)
     net = jax.tree.map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, net)
     gsn = GradientStepDenoiser(net)
     grad = jax.jit(jax.grad(lambda u: jnp.sum(gsn.potential(u, sigma))))(x)
@@ -125,8 +133,6 @@ def test_gradient_step_denoiser_is_gradient_of_potential(x64, key):
 
 @pytest.mark.parametrize("name", ["dncnn", "gs-dncnn"])
 def test_shipped_weights_reproduce_stated_psnr(name):
-    from jaxcore.inverse.train_denoiser import psnr_table
-
     try:
         info = pretrained_info(name)
         net = load_pretrained(name)
@@ -146,3 +152,25 @@ def test_shipped_weights_reproduce_stated_psnr(name):
     assert all(n > z + 1.5 for n, z in zip(table["network"], table["noisy"]))
     margin = 0.2 if name == "dncnn" else 1.2
     assert all(n > t - margin for n, t in zip(table["network"], info["psnr_table"]["tv"]))
+
+
+def test_sigma_checks_in_the_one_dialect(key):
+    den = TVDenoiser(num_steps=2)
+    x = jnp.zeros((4, 4, 1))
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="sigma: expected finite values >= 0"):
+            den(x, bad)
+    with pytest.raises(ValueError, match="variance: expected a finite number > 0"):
+        GaussianMMSEDenoiser(0.0, float("nan"))
+    with pytest.raises(ValueError, match="name: expected one of"):
+        pretrained_info("nope")
+    with pytest.raises(ValueError, match="boundary: expected one of"):
+        load_pretrained("dncnn", boundary="reflect")
+
+
+def test_load_pretrained_template_draws_no_key():
+    """The deserialisation template is shapes only: loading traces no random draw and gives the file's arrays."""
+    net = load_pretrained("dncnn")
+    leaves = jax.tree.leaves(eqx.filter(net, eqx.is_array))
+    assert all(isinstance(a, jax.Array) and a.dtype == jnp.float32 for a in leaves)
+    assert float(jnp.abs(net.biases[0]).sum()) > 0  # trained biases, not the zero initialisation

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
-from jaxcore.datasets.images import load_image
-from jaxcore.inverse.metrics import psnr, ssim
+from jaxcore.datasets import load_image
+from jaxcore.inverse import psnr, ssim
 
 
 def test_psnr_closed_form_and_skimage():
@@ -20,6 +20,10 @@ def test_psnr_closed_form_and_skimage():
                                peak_signal_noise_ratio(a, b, data_range=1.0), rtol=1e-5)
     with pytest.raises(ValueError, match="same shape"):
         psnr(x, ref[0])
+    with pytest.raises(ValueError, match="data_range: expected a finite number > 0, got 0.0"):
+        psnr(x, ref, data_range=0.0)
+    # one compiled program: a second call with the same shapes reuses it (same values, no new trace)
+    np.testing.assert_array_equal(psnr(x + 0.01, ref), psnr(x + 0.01, ref))
 
 
 @pytest.mark.parametrize("gaussian", [False, True])
@@ -43,5 +47,5 @@ def test_ssim_identity_symmetry_batch():
     np.testing.assert_allclose(ssim(a, a), 1.0, atol=1e-5)
     np.testing.assert_allclose(ssim(a, b), ssim(b, a), atol=1e-6)
     np.testing.assert_allclose(ssim(a, b)[1], ssim(a[1], b[1]), atol=1e-6)
-    with pytest.raises(ValueError, match="win_size"):
+    with pytest.raises(ValueError, match="win_size: expected an odd int >= 3, got 4"):
         ssim(a, b, win_size=4)

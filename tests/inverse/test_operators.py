@@ -6,8 +6,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from jaxcore.inverse.operators import (
+from jaxcore.inverse import (
     Blur,
     Identity,
     Inpainting,
@@ -16,6 +18,7 @@ from jaxcore.inverse.operators import (
     gaussian_kernel,
     motion_kernel,
     random_mask,
+    standard_normal,
     uniform_kernel,
 )
 
@@ -112,6 +115,10 @@ def test_kernels_are_normalised_and_valid(key):
         gaussian_kernel(5, 0.0)
     with pytest.raises(ValueError, match="intensity"):
         motion_kernel(key, 25, intensity=2.0)
+    with pytest.raises(TypeError, match="key: expected a jax.random.key"):
+        motion_kernel(0, 25)
+    with pytest.raises(ValueError, match="num_steps: expected an int >= 1"):
+        motion_kernel(key, 25, num_steps=0)
 
 
 def test_random_mask_fraction(key):
@@ -145,7 +152,7 @@ def test_noise_and_degrade(key):
     y = add_gaussian_noise(key, x, 0.1)
     np.testing.assert_allclose(jnp.std(y - x), 0.1, rtol=0.05)
     np.testing.assert_array_equal(y, add_gaussian_noise(key, x, 0.1))
-    with pytest.raises(ValueError, match="sigma"):
+    with pytest.raises(ValueError, match="sigma: expected finite values >= 0"):
         add_gaussian_noise(key, x, -0.1)
     op = Blur(uniform_kernel(3), (64, 64))
     np.testing.assert_allclose(degrade(key, x, op, 0.0), x, atol=1e-6)
@@ -154,8 +161,58 @@ def test_noise_and_degrade(key):
         degrade(key, bad, op, 0.01)
     y_clip = degrade(key, bad, op, 0.0, clip=True)
     assert float(jnp.max(y_clip)) <= 1.0 + 1e-6
-    with pytest.raises(ValueError, match="sigma_y"):
+    with pytest.raises(ValueError, match="sigma_y: expected finite values >= 0"):
         degrade(key, x, op, -1.0)
+    with pytest.raises(ValueError, match="sigma_y: expected finite values >= 0"):
+        degrade(key, x, op, float("nan"))
     # inside jit the range check is a runtime error, not a silent result
     with pytest.raises(Exception, match=r"\[0, 1\]"):
         jax.jit(lambda v: degrade(key, v, op, 0.01))(bad).block_until_ready()
+
+
+# shapes drawn from a small fixed set, so hypothesis examples reuse compiled programs
+_SHAPES = [(4, 5), (6, 6)]
+
+
+@settings(deadline=None)
+@given(hw=st.sampled_from(_SHAPES), channels=st.sampled_from([1, 3]), kind=st.sampled_from(["blur", "inpaint"]),
+       seed=st.integers(0, 2**16))
+def test_adjoint_identity_property(hw, channels, kind, seed):
+    """<A x, y> = <x, A^T y> for random operators and images of shapes from a fixed small set."""
+    rng = np.random.default_rng(seed)
+    if kind == "blur":
+        op = Blur(jnp.asarray(rng.random((3, 3, channels)), jnp.float32), hw, keep_kernel=bool(seed % 2))
+    else:
+        op = Inpainting(jnp.asarray(rng.random(hw + (channels,)) < 0.5, jnp.float32))
+    x, y = (jnp.asarray(rng.standard_normal(hw + (channels,)), jnp.float32) for _ in range(2))
+    lhs, rhs = float(jnp.sum(op(x) * y)), float(jnp.sum(x * op.adjoint(y)))
+    assert abs(lhs - rhs) <= 1e-4 * (1 + float(jnp.linalg.norm(x) * jnp.linalg.norm(y)))
+
+
+def test_blur_without_kernel_is_the_same_operator(x64):
+    k = jnp.asarray(np.random.default_rng(0).random((5, 3)))
+    full, lean = Blur(k, (H, W)), Blur(k, (H, W), keep_kernel=False)
+    assert lean.kernel is None and full.kernel.shape == (5, 3, 1)
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((H, W, 2)))
+    np.testing.assert_array_equal(full(x), lean(x))
+    np.testing.assert_array_equal(full.data_prox(x, x, 0.1, 0.2), lean.data_prox(x, x, 0.1, 0.2))
+    # kernels of different sizes: one pytree structure and leaf shapes (one compilation of a program)
+    other = Blur(jnp.ones((9, 9)) / 81, (H, W), keep_kernel=False)
+    assert jax.tree.structure(other) == jax.tree.structure(lean)
+    assert [a.shape for a in jax.tree.leaves(other)] == [a.shape for a in jax.tree.leaves(lean)]
+
+
+def test_public_helpers_compile_once(key, compiles):
+    x = jnp.full((16, 16, 3), 0.5)
+    op = Blur(uniform_kernel(3), (16, 16))
+    calls = [lambda k: degrade(k, x, op, 0.1), lambda k: add_gaussian_noise(k, x, 0.1),
+             lambda k: random_mask(k, (16, 16), 0.5), lambda k: standard_normal(k, (3, 4)),
+             lambda k: motion_kernel(k, 9)]
+    for call in calls:
+        first = call(key)
+        with compiles() as c:
+            second = call(jax.random.key(7))  # a new key, same shapes
+            again = call(key)
+        assert len(c) == 0, call
+        np.testing.assert_array_equal(first, again)
+        assert first.shape == second.shape

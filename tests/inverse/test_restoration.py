@@ -1,4 +1,4 @@
-"""Tests of jaxcore.inverse.snore: the Gaussian-prior closed form, determinism, PSNR gains, errors."""
+"""Tests of jaxcore.inverse.restoration: the Gaussian-prior closed form, determinism, PSNR gains, errors, jit."""
 
 import jax
 import jax.numpy as jnp
@@ -7,13 +7,15 @@ import pytest
 
 from jaxcore.inverse.denoisers import GaussianMMSEDenoiser, TVDenoiser
 from jaxcore.inverse.operators import Blur, Inpainting, degrade, gaussian_kernel, random_mask
-from jaxcore.inverse.snore import (
+from jaxcore.inverse import (
+    METHODS,
     annealed_schedule,
     annealed_snore,
     constant_schedule,
     pnp_hqs,
     pnp_pgd,
     red,
+    red_prox,
     restore_batch,
     snore,
 )
@@ -50,7 +52,7 @@ def test_snore_converges_to_gaussian_closed_form(x64, kind, prox):
     den = GaussianMMSEDenoiser(mu, S2)
     sched = constant_schedule(1500, sigma=SIG, alpha=ALPHA, step_size=1.0 / lip)
     # antithetic pairs (z, -z) cancel exactly through the affine MMSE denoiser: deterministic limit
-    out = snore(jax.random.key(0), y, op, den, sched, SIGMA_Y, n_samples=2, antithetic=True, prox=prox,
+    out = snore(jax.random.key(0), y, op, den, sched, SIGMA_Y, num_samples=2, antithetic=True, prox=prox,
                 clip=False)
     assert out.x.dtype == jnp.float64
     np.testing.assert_allclose(out.x, x_star, atol=1e-10)
@@ -61,7 +63,7 @@ def test_stochastic_snore_mean_is_closed_form(x64):
     den = GaussianMMSEDenoiser(mu, S2)
     sched = constant_schedule(400, sigma=SIG, alpha=ALPHA, step_size=1.0 / lip)
     keys = jax.random.split(jax.random.key(1), 512)
-    out = jax.jit(lambda k: restore_batch("snore", k, y[None], op, den, sched, SIGMA_Y, clip=False))(keys)
+    out = restore_batch(keys, y[None], op, den, sched, SIGMA_Y, method="snore", clip=False)
     xs = out.x[0]  # [seeds, N, N, 1]
     err = jnp.abs(jnp.mean(xs, 0) - x_star)
     se = jnp.std(xs, 0) / np.sqrt(xs.shape[0])
@@ -71,21 +73,21 @@ def test_stochastic_snore_mean_is_closed_form(x64):
 
 def test_annealed_schedule_shape_and_values():
     s = annealed_schedule(sigma_start=0.2, sigma_end=0.02, alpha_start=0.5, alpha_end=1.0, step_size=0.1,
-                          n_stages=16, iters_per_stage=3, final_iters=5)
-    assert s.n_iter == 16 * 3 + 5
+                          num_stages=16, steps_per_stage=3, final_steps=5)
+    assert s.num_steps == 16 * 3 + 5
     sig = np.asarray(s.sigma)
     assert np.all(np.diff(sig) <= 1e-9) and sig[0] == pytest.approx(0.2) and sig[-1] == pytest.approx(0.02)
     np.testing.assert_allclose(sig[3] / sig[0], (0.1) ** (1 / 15), rtol=1e-5)
     assert float(s.alpha[-1]) == pytest.approx(1.0)
     lin = annealed_schedule(sigma_start=0.2, sigma_end=0.1, alpha_start=1, alpha_end=1, step_size=0.1,
-                            n_stages=3, iters_per_stage=1, final_iters=0, spacing="linear")
+                            num_stages=3, steps_per_stage=1, final_steps=0, spacing="linear")
     np.testing.assert_allclose(lin.sigma, [0.2, 0.15, 0.1], rtol=1e-6)
     with pytest.raises(ValueError, match="spacing"):
         annealed_schedule(sigma_start=0.2, sigma_end=0.1, alpha_start=1, alpha_end=1, step_size=0.1, spacing="x")
 
 
 def _small_problem():
-    from jaxcore.datasets.images import load_image
+    from jaxcore.datasets import load_image
 
     x = jnp.asarray(load_image("camera")[150:182, 220:252])
     op = Blur(gaussian_kernel(7, 1.6), (32, 32))
@@ -96,14 +98,14 @@ def _small_problem():
 
 def test_same_key_same_result_and_seeds_differ():
     x, op, y, sigma_y = _small_problem()
-    den = TVDenoiser(n_iter=20)
+    den = TVDenoiser(num_steps=20)
     sched = constant_schedule(5, sigma=10 / 255, alpha=0.5, step_size=0.5 * sigma_y**2)
-    run = jax.jit(lambda k: snore(k, y, op, den, sched, sigma_y, n_samples=2).x)
+    run = lambda k: snore(k, y, op, den, sched, sigma_y, num_samples=2).x  # noqa: E731
     a, b, c = run(jax.random.key(4)), run(jax.random.key(4)), run(jax.random.key(5))
     np.testing.assert_array_equal(a, b)
     assert float(jnp.max(jnp.abs(a - c))) > 1e-4
-    batch = restore_batch("snore", jnp.stack([jax.random.key(4), jax.random.key(5)]), y[None], op, den, sched,
-                          sigma_y, n_samples=2)
+    batch = restore_batch(jnp.stack([jax.random.key(4), jax.random.key(5)]), y[None], op, den, sched,
+                          sigma_y, method="snore", num_samples=2)
     assert batch.x.shape == (1, 2, 32, 32, 1)
     np.testing.assert_allclose(batch.x[0, 0], a, atol=1e-4)
     np.testing.assert_allclose(batch.x[0, 1], c, atol=1e-4)
@@ -115,26 +117,27 @@ def test_tracking_and_inpainting_batch_of_operators():
     ops = jax.vmap(Inpainting)(masks)
     ys = jax.vmap(lambda op, k: degrade(k, x, op, sigma_y))(ops, jax.random.split(jax.random.key(0), 2))
     sched = constant_schedule(4, sigma=10 / 255, alpha=0.5, step_size=0.5 * sigma_y**2)
-    out = restore_batch("red", jax.random.split(jax.random.key(1), 3), ys, ops, TVDenoiser(n_iter=10), sched,
-                        sigma_y, operator_batched=True, x_true=jnp.stack([x, x]), track=True)
+    out = restore_batch(jax.random.split(jax.random.key(1), 3), ys, ops, TVDenoiser(num_steps=10), sched,
+                        sigma_y, method="red", operator_batched=True, x_true=jnp.stack([x, x]), track=True)
     assert out.x.shape == (2, 3, 32, 32, 1) and out.psnr.shape == (2, 3, 4) and out.fidelity.shape == (2, 3, 4)
     # red is deterministic: seeds agree
     np.testing.assert_allclose(out.x[:, 0], out.x[:, 2], atol=1e-6)
     # chunked runs (lax.map over vmapped pairs of runs, the last chunk padded) give the same results
-    chunked = restore_batch("red", jax.random.split(jax.random.key(1), 3), ys, ops, TVDenoiser(n_iter=10), sched,
-                            sigma_y, operator_batched=True, x_true=jnp.stack([x, x]), track=True, batch_size=4)
+    chunked = restore_batch(jax.random.split(jax.random.key(1), 3), ys, ops, TVDenoiser(num_steps=10), sched,
+                            sigma_y, method="red", operator_batched=True, x_true=jnp.stack([x, x]), track=True,
+                            chunk_size=4)
     for a, b in zip(chunked, out):
         np.testing.assert_allclose(a, b, atol=1e-6)
-    with pytest.raises(ValueError, match="batch_size"):
-        restore_batch("red", jax.random.split(jax.random.key(1), 3), ys, ops, TVDenoiser(n_iter=10), sched,
-                      sigma_y, operator_batched=True, batch_size=0)
+    with pytest.raises(ValueError, match="chunk_size: expected an int >= 1, got 0"):
+        restore_batch(jax.random.split(jax.random.key(1), 3), ys, ops, TVDenoiser(num_steps=10), sched,
+                      sigma_y, method="red", operator_batched=True, chunk_size=0)
 
 
 def test_errors():
     x, op, y, sigma_y = _small_problem()
-    den = TVDenoiser(n_iter=5)
+    den = TVDenoiser(num_steps=5)
     sched = constant_schedule(2, sigma=0.05)
-    with pytest.raises(ValueError, match="sigma_y"):
+    with pytest.raises(ValueError, match="sigma_y: expected a finite number > 0, got 0.0"):
         snore(jax.random.key(0), y, op, den, sched, 0.0)
     with pytest.raises(ValueError, match="x0"):
         snore(jax.random.key(0), y, op, den, sched, sigma_y, x0=y[:10])
@@ -142,9 +145,9 @@ def test_errors():
         snore(jax.random.key(0), y[None], op, den, sched, sigma_y)
     with pytest.raises(ValueError, match="channels"):
         snore(jax.random.key(0), jnp.zeros((32, 32, 3)), Inpainting(jnp.ones((32, 32, 2))), den, sched, sigma_y)
-    with pytest.raises(ValueError, match="method"):
-        restore_batch("nope", jax.random.split(jax.random.key(0), 1), y[None], op, den, sched, sigma_y)
-    with pytest.raises(TypeError, match="schedule"):
+    with pytest.raises(ValueError, match="method: expected one of"):
+        restore_batch(jax.random.split(jax.random.key(0), 1), y[None], op, den, sched, sigma_y, method="nope")
+    with pytest.raises(TypeError, match="schedule: expected a Schedule"):
         snore(jax.random.key(0), y, op, den, (1, 2, 3), sigma_y)
     with pytest.raises(ValueError, match="sigma"):
         constant_schedule(3, sigma=-1.0)
@@ -152,17 +155,18 @@ def test_errors():
         den(y, -0.1)
     # a concrete Schedule built by hand (constant_schedule checks its own arguments)
     bad = sched._replace(step_size=-sched.step_size)
-    with pytest.raises(ValueError, match="schedule.step_size"):
+    with pytest.raises(ValueError, match="schedule.step_size: expected finite values >= 0"):
         snore(jax.random.key(0), y, op, den, bad, sigma_y)
     # SNORE and RED divide by sigma^2: sigma = 0 is an error there (PnP accepts it)
     zero = constant_schedule(2, sigma=0.0, step_size=1e-3)
-    for method in (lambda sc: snore(jax.random.key(0), y, op, den, sc, sigma_y), lambda sc: red(y, op, den, sc, sigma_y)):
-        with pytest.raises(ValueError, match=r"schedule.sigma must be finite and > 0"):
+    for method in (lambda sc: snore(jax.random.key(0), y, op, den, sc, sigma_y),
+                   lambda sc: red(None, y, op, den, sc, sigma_y)):
+        with pytest.raises(ValueError, match=r"schedule.sigma: expected finite values > 0"):
             method(zero)
-    assert np.all(np.isfinite(pnp_pgd(y, op, den, zero, sigma_y).x))
+    assert np.all(np.isfinite(pnp_pgd(None, y, op, den, zero, sigma_y).x))
     # checked in the image's dtype: 1e5 overflows float16
-    with pytest.raises(ValueError, match="schedule.sigma must be finite"):
-        red(y.astype(jnp.float16), op, den, constant_schedule(2, sigma=1e5), sigma_y)
+    with pytest.raises(ValueError, match="schedule.sigma: expected finite values"):
+        red(None, y.astype(jnp.float16), op, den, constant_schedule(2, sigma=1e5), sigma_y)
 
 
 def test_traced_arguments_are_checked_once_before_the_loop():
@@ -171,22 +175,22 @@ def test_traced_arguments_are_checked_once_before_the_loop():
     import equinox as eqx
 
     x, op, y, sigma_y = _small_problem()
-    den = TVDenoiser(n_iter=3)
+    den = TVDenoiser(num_steps=3)
     run = eqx.filter_jit(lambda sched, sy: snore(jax.random.key(0), y, op, den, sched, sy).x)
     good = constant_schedule(3, sigma=0.05, alpha=0.5, step_size=0.5 * sigma_y**2)
     ref = snore(jax.random.key(0), y, op, den, good, sigma_y).x
     np.testing.assert_allclose(run(good, sigma_y), ref, rtol=1e-6, atol=1e-6)
     for sched, sy in ((good._replace(sigma=-good.sigma), sigma_y), (good, -sigma_y),
                       (good._replace(step_size=-good.step_size), sigma_y)):
-        with pytest.raises(eqx.EquinoxRuntimeError, match="sigma_y must be finite and > 0, schedule.sigma finite and > 0"):
+        with pytest.raises(eqx.EquinoxRuntimeError, match="sigma_y, schedule: expected sigma_y finite and > 0, schedule.sigma finite and > 0"):
             jax.block_until_ready(run(sched, sy))
-    for n_iter in (3, 12):
-        hlo = jax.jit(run).lower(constant_schedule(n_iter, sigma=0.05), sigma_y).compile().as_text()
+    for num_steps in (3, 12):
+        hlo = jax.jit(run).lower(constant_schedule(num_steps, sigma=0.05), sigma_y).compile().as_text()
         assert hlo.count("conditional(") == 1, hlo.count("conditional(")
     keys = jax.random.split(jax.random.key(0), 2)
-    for batch_size in (None, 1):  # vmapped, or one run at a time inside lax.map
-        batch = jax.jit(lambda sched: restore_batch("snore", keys, y[None], op, den, sched, sigma_y,
-                                                    batch_size=batch_size).x)
+    for chunk_size in (None, 1):  # vmapped, or one run at a time inside lax.map
+        batch = jax.jit(lambda sched: restore_batch(keys, y[None], op, den, sched, sigma_y, method="snore",
+                                                    chunk_size=chunk_size).x)
         assert batch.lower(good).compile().as_text().count("conditional(") == 1
 
 
@@ -197,21 +201,21 @@ def test_loop_trusts_only_the_values_it_checked():
     import equinox as eqx
 
     x, op, y, sigma_y = _small_problem()
-    den = TVDenoiser(n_iter=2)
+    den = TVDenoiser(num_steps=2)
     sched = constant_schedule(2, sigma=0.05)
     # a user's shift makes sigma negative (outside filter_jit the error surfaces as JAX's runtime error)
-    with pytest.raises((eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError), match="sigma must be >= 0"):
-        jax.block_until_ready(red(y, op, lambda v, s: den(v, s - 0.1), sched, sigma_y).x)
-    run = eqx.filter_jit(lambda sc: red(y, op, lambda v, s: den(v, s - 0.1), sc, sigma_y).x)
-    with pytest.raises(eqx.EquinoxRuntimeError, match="sigma must be >= 0"):
+    with pytest.raises((eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError), match="sigma: expected finite values >= 0"):
+        jax.block_until_ready(red(None, y, op, lambda v, s: den(v, s - 0.1), sched, sigma_y).x)
+    run = eqx.filter_jit(lambda sc: red(None, y, op, lambda v, s: den(v, s - 0.1), sc, sigma_y).x)
+    with pytest.raises(eqx.EquinoxRuntimeError, match="sigma: expected finite values >= 0"):
         jax.block_until_ready(run(sched))
     fast = eqx.filter_jit(den)
-    red(y, op, fast, sched, sigma_y)  # traces `fast` inside the loop body
-    with pytest.raises(eqx.EquinoxRuntimeError, match="sigma must be >= 0"):
+    red(None, y, op, fast, sched, sigma_y)  # traces `fast` inside the loop body
+    with pytest.raises(eqx.EquinoxRuntimeError, match="sigma: expected finite values >= 0"):
         jax.block_until_ready(fast(y, jnp.float32(-0.1)))
     prox = eqx.filter_jit(op.data_prox)
-    pnp_hqs(y, op, den, constant_schedule(2, sigma=0.05, step_size=0.01), sigma_y)
-    with pytest.raises(eqx.EquinoxRuntimeError, match="tau must be >= 0"):
+    pnp_hqs(None, y, op, den, constant_schedule(2, sigma=0.05, step_size=0.01), sigma_y)
+    with pytest.raises(eqx.EquinoxRuntimeError, match="tau: expected finite values >= 0"):
         jax.block_until_ready(prox(y, y, sigma_y, jnp.float32(-1.0)))
 
 
@@ -231,16 +235,16 @@ def test_every_method_improves_psnr_on_a_real_crop():
                                                                                step_size=d), sigma_y),
         "snore_prox": lambda: snore(jax.random.key(1), y, op, net, constant_schedule(60, sigma=10 / 255, alpha=0.2,
                                                                                     step_size=d), sigma_y,
-                                    prox=True, n_samples=2),
+                                    prox=True, num_samples=2),
         "annealed_snore": lambda: annealed_snore(
-            jax.random.key(1), y, op, net, sigma_y,
-            schedule=annealed_schedule(sigma_start=30 / 255, sigma_end=10 / 255, alpha_start=0.2, alpha_end=0.2,
-                                       step_size=d, n_stages=16, iters_per_stage=3, final_iters=20)),
-        "red": lambda: red(y, op, net, constant_schedule(60, sigma=10 / 255, alpha=0.2, step_size=d), sigma_y),
-        "red_prox": lambda: red(y, op, net, constant_schedule(60, sigma=10 / 255, alpha=0.2, step_size=d), sigma_y,
-                                prox=True),
-        "pnp_pgd": lambda: pnp_pgd(y, op, net, constant_schedule(20, sigma=15 / 255, step_size=sigma_y**2), sigma_y),
-        "pnp_hqs": lambda: pnp_hqs(y, op, net, constant_schedule(20, sigma=15 / 255, step_size=4 * sigma_y**2),
+            jax.random.key(1), y, op, net,
+            annealed_schedule(sigma_start=30 / 255, sigma_end=10 / 255, alpha_start=0.2, alpha_end=0.2,
+                              step_size=d, num_stages=16, steps_per_stage=3, final_steps=20), sigma_y),
+        "red": lambda: red(None, y, op, net, constant_schedule(60, sigma=10 / 255, alpha=0.2, step_size=d), sigma_y),
+        "red_prox": lambda: red_prox(None, y, op, net, constant_schedule(60, sigma=10 / 255, alpha=0.2, step_size=d),
+                                     sigma_y),
+        "pnp_pgd": lambda: pnp_pgd(None, y, op, net, constant_schedule(20, sigma=15 / 255, step_size=sigma_y**2), sigma_y),
+        "pnp_hqs": lambda: pnp_hqs(None, y, op, net, constant_schedule(20, sigma=15 / 255, step_size=4 * sigma_y**2),
                                    sigma_y),
     }
     base = float(psnr(y, x))
@@ -259,9 +263,69 @@ def test_restore_batch_under_image_sharding():
     ys = jax.vmap(lambda xi, k: degrade(k, xi, op, sigma_y))(xs, jax.random.split(jax.random.key(0), n_dev))
     sched = constant_schedule(3, sigma=10 / 255, alpha=0.5, step_size=0.5 * sigma_y**2)
     keys = jax.random.split(jax.random.key(1), 2)
-    run = jax.jit(lambda k, y: restore_batch("snore", k, y, op, TVDenoiser(n_iter=5), sched, sigma_y).x)
+    run = jax.jit(lambda k, y: restore_batch(k, y, op, TVDenoiser(num_steps=5), sched, sigma_y, method="snore").x)
     ref = run(keys, ys)
     mesh = Mesh(np.array(jax.devices()), ("images",))
     ys_sharded = jax.device_put(ys, NamedSharding(mesh, PartitionSpec("images")))
     out = run(keys, ys_sharded)
     np.testing.assert_allclose(out, ref, atol=1e-5)
+
+
+def test_methods_are_the_functions_with_one_signature():
+    import inspect
+
+    first = ["key", "y", "operator", "denoiser", "schedule", "sigma_y"]
+    for name, fn in METHODS.items():
+        assert fn.__name__ == name  # the public function itself, no wrapper
+        assert list(inspect.signature(fn).parameters)[:6] == first, name
+    x, op, y, sigma_y = _small_problem()
+    den = TVDenoiser(num_steps=3)
+    sched = constant_schedule(2, sigma=0.05, step_size=1e-4)
+    # red_prox is red with prox=True; deterministic methods ignore a key
+    np.testing.assert_array_equal(red_prox(None, y, op, den, sched, sigma_y).x,
+                                  red(jax.random.key(3), y, op, den, sched, sigma_y, prox=True).x)
+    with pytest.raises(TypeError, match="key: expected a jax.random.key"):
+        snore(0, y, op, den, sched, sigma_y)
+    with pytest.raises(TypeError, match="key: expected a jax.random.key"):
+        red(0, y, op, den, sched, sigma_y)
+    with pytest.raises(ValueError, match="num_samples: expected an int >= 1, got 0"):
+        snore(jax.random.key(0), y, op, den, sched, sigma_y, num_samples=0)
+
+
+def test_second_call_does_not_recompile(compiles):
+    """Each method is one compiled program: the same shapes again (new key, new values) compile nothing."""
+    x, op, y, sigma_y = _small_problem()
+    den = TVDenoiser(num_steps=2)
+    sched = constant_schedule(3, sigma=0.05, alpha=0.5, step_size=1e-4)
+    other = constant_schedule(3, sigma=0.04, alpha=0.4, step_size=2e-4)
+    y2, k0, k1 = y * 0.9, jax.random.key(0), jax.random.key(1)  # inputs made outside the count
+    for name in ("snore", "red", "pnp_hqs"):
+        fn = METHODS[name]
+        a = fn(k0, y, op, den, sched, sigma_y)
+        with compiles() as c:
+            b = fn(k1, y2, op, den, other, sigma_y * 1.1)
+            again = fn(k0, y, op, den, sched, sigma_y)
+        assert len(c) == 0, (name, len(c))
+        np.testing.assert_array_equal(a.x, again.x)
+        assert b.x.shape == a.x.shape
+    keys, keys2, ys = jax.random.split(k0, 2), jax.random.split(k1, 2), y[None]
+    restore_batch(keys, ys, op, den, sched, sigma_y, method="snore")
+    with compiles() as c:
+        restore_batch(keys2, ys, op, den, other, sigma_y, method="snore")
+    assert len(c) == 0
+
+
+def test_restore_batch_matches_the_single_method():
+    """restore_batch (vmapped over images and seeds, or chunked) equals the method called run by run."""
+    x, op, y, sigma_y = _small_problem()
+    den = TVDenoiser(num_steps=3)
+    sched = constant_schedule(3, sigma=0.05, alpha=0.5, step_size=0.5 * sigma_y**2)
+    ys = jnp.stack([y, jnp.roll(y, 5, axis=1)])
+    keys = jax.random.split(jax.random.key(2), 2)
+    for name in ("snore_prox", "pnp_pgd"):
+        for chunk_size in (None, 3):
+            out = restore_batch(keys, ys, op, den, sched, sigma_y, method=name, chunk_size=chunk_size)
+            for i in range(2):
+                for j in range(2):
+                    ref = METHODS[name](keys[j], ys[i], op, den, sched, sigma_y).x
+                    np.testing.assert_allclose(out.x[i, j], ref, atol=1e-5)
