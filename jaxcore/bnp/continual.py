@@ -34,13 +34,14 @@ from __future__ import annotations
 import functools
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
-from .distributions import _check_int, _check_positive
-from .model import AdaptiveMLP, fit
+from jaxcore._util import check_choice, check_int, check_key, check_scalar, expected
+
+from .model import _WEIGHTS, AdaptiveMLP, _check_model, _rebuild, _template, fit
 
 __all__ = [
     "METHODS",
@@ -67,9 +68,34 @@ def average_accuracy(acc):
         acc: ``[..., T, T]`` accuracy matrix (entries above the diagonal ignored).
 
     Returns:
-        ``[..., T]``.
+        ``[..., T]`` float.
+
+    Raises:
+        ValueError: ``acc`` not square in its last two axes.
+
+    References:
+        Lopez-Paz & Ranzato, "Gradient Episodic Memory for Continual Learning",
+        NeurIPS 2017, Sec. 2 (ACC).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> average_accuracy(jnp.array([[0.9, jnp.nan], [0.7, 0.8]]))
+        Array([0.9 , 0.75], dtype=float32)
     """
+    acc = _check_accuracy(acc)
+    return _average_accuracy_jit(acc)
+
+
+def _check_accuracy(acc, min_tasks=1):
     acc = jnp.asarray(acc)
+    if acc.ndim < 2 or acc.shape[-1] != acc.shape[-2] or acc.shape[-1] < min_tasks:
+        what = f"an accuracy matrix [..., T, T] with at least {min_tasks} task{'s' if min_tasks > 1 else ''}"
+        raise ValueError(expected("acc", what, f"shape {acc.shape}", raw=True))
+    return acc
+
+
+@jax.jit
+def _average_accuracy_jit(acc):
     t = acc.shape[-1]
     seen = jnp.tril(jnp.ones((t, t), bool))
     return jnp.sum(jnp.where(seen, acc, 0.0), -1) / jnp.arange(1, t + 1)
@@ -90,11 +116,17 @@ def backward_transfer(acc):
     References:
         Lopez-Paz & Ranzato, "Gradient Episodic Memory for Continual Learning",
         NeurIPS 2017, Sec. 2.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> backward_transfer(jnp.array([[0.9, jnp.nan], [0.7, 0.8]]))
+        Array(-0.2, dtype=float32)
     """
-    acc = jnp.asarray(acc)
-    t = acc.shape[-1]
-    if t < 2:
-        raise ValueError(f"backward transfer needs at least 2 tasks, got {t}")
+    return _backward_transfer_jit(_check_accuracy(acc, 2))
+
+
+@jax.jit
+def _backward_transfer_jit(acc):
     last = acc[..., -1, :-1]
     diag = jnp.diagonal(acc, axis1=-2, axis2=-1)[..., :-1]
     return jnp.mean(last - diag, axis=-1)
@@ -113,22 +145,68 @@ def active_depth(masks, layer_ndim: int = 2):
 
     Returns:
         ``[...]`` int32.
+
+    Raises:
+        ValueError: ``masks`` with fewer than ``layer_ndim + 1`` axes.
+
+    References:
+        Thapa & Li, "Bayesian Adaptation of Network Depth and Width for Continual
+        Learning", ICML 2024, Sec. 3 (the active depth of the truncated beta process).
+
+    Examples:
+        >>> import numpy as np
+        >>> masks = np.zeros((3, 2, 2), bool); masks[1, 0, 0] = True
+        >>> int(active_depth(masks))
+        2
     """
+    return _active_depth_jit(_check_masks(masks, layer_ndim), layer_ndim)
+
+
+def _check_masks(masks, layer_ndim):
+    layer_ndim = check_int(layer_ndim, "layer_ndim", 0)
     masks = jnp.asarray(masks)
+    if masks.ndim < layer_ndim + 1:
+        raise ValueError(expected("masks", f"an array with at least {layer_ndim + 1} axes [..., K, *layer_shape]",
+                                  f"shape {masks.shape}", raw=True))
+    return masks
+
+
+@functools.partial(jax.jit, static_argnames="layer_ndim")
+def _active_depth_jit(masks, layer_ndim):
     k = masks.ndim - layer_ndim - 1
-    if k < 0:
-        raise ValueError(f"masks must have at least {layer_ndim + 1} axes, got shape {masks.shape}")
     active = jnp.any(masks.reshape(masks.shape[: k + 1] + (-1,)), axis=-1)  # [..., K]
     idx = jnp.arange(1, masks.shape[k] + 1)
     return jnp.max(jnp.where(active, idx, 0), axis=-1).astype(jnp.int32)
 
 
 def active_fraction(masks, layer_ndim: int = 2):
-    """Fraction of active mask entries (hidden weights in use) over ``[K, *layer_shape]``, ``[...]`` float."""
-    masks = jnp.asarray(masks)
+    """Fraction of active mask entries (hidden weights in use) over ``[K, *layer_shape]``.
+
+    Args:
+        masks: ``[..., K, *layer_shape]`` bool.
+        layer_ndim: trailing axes per layer (2 for the MLP, 1 for the CNN).
+
+    Returns:
+        ``[...]`` float32, in ``[0, 1]``.
+
+    Raises:
+        ValueError: ``masks`` with fewer than ``layer_ndim + 1`` axes.
+
+    References:
+        Thapa & Li, ICML 2024, Sec. 5 (fraction of active weights).
+
+    Examples:
+        >>> import numpy as np
+        >>> masks = np.zeros((2, 2, 2), bool); masks[0, 0, 0] = True
+        >>> float(active_fraction(masks))
+        0.125
+    """
+    return _active_fraction_jit(_check_masks(masks, layer_ndim), layer_ndim)
+
+
+@functools.partial(jax.jit, static_argnames="layer_ndim")
+def _active_fraction_jit(masks, layer_ndim):
     k = masks.ndim - layer_ndim - 1
-    if k < 0:
-        raise ValueError(f"masks must have at least {layer_ndim + 1} axes, got shape {masks.shape}")
     return jnp.mean(masks.reshape(masks.shape[:k] + (-1,)).astype(jnp.float32), axis=-1)
 
 
@@ -142,8 +220,29 @@ def mask_union(masks, num_tasks=None):
 
     Returns:
         ``[K, ...]`` bool.
+
+    Raises:
+        ValueError: ``masks`` without a task axis.
+
+    References:
+        Thapa & Li, ICML 2024, Sec. 5 (weights used by the tasks so far).
+
+    Examples:
+        >>> import numpy as np
+        >>> masks = np.array([[True, False], [False, False], [False, True]])
+        >>> mask_union(masks, 2)
+        Array([ True, False], dtype=bool)
     """
     masks = jnp.asarray(masks)
+    if masks.ndim < 1:
+        raise ValueError(expected("masks", "an array [T, K, ...]", f"shape {masks.shape}", raw=True))
+    if num_tasks is not None and not isinstance(num_tasks, jax.core.Tracer):
+        num_tasks = check_int(num_tasks, "num_tasks", 0)
+    return _mask_union_jit(masks, num_tasks)
+
+
+@jax.jit
+def _mask_union_jit(masks, num_tasks):
     if num_tasks is None:
         return jnp.any(masks, axis=0)
     valid = jnp.arange(masks.shape[0]) < num_tasks
@@ -163,7 +262,11 @@ class ContinualConfig(NamedTuple):
         learning_rate: Adam step size.
         kl_weight: KL multiplier for the Bayesian methods (1 = the ELBO).
         ewc_lambda: EWC penalty strength.
-        fisher_samples: examples used for the EWC Fisher of each task.
+        num_fisher_samples: examples used for the EWC Fisher of each task.
+
+    Examples:
+        >>> ContinualConfig(num_steps=10).batch_size
+        64
     """
 
     num_steps: int = 400
@@ -172,7 +275,7 @@ class ContinualConfig(NamedTuple):
     learning_rate: float = 1e-3
     kl_weight: float = 1.0
     ewc_lambda: float = 100.0
-    fisher_samples: int = 256
+    num_fisher_samples: int = 256
 
 
 class ContinualResult(NamedTuple):
@@ -186,6 +289,10 @@ class ContinualResult(NamedTuple):
         active_depth: ``[T]`` int32, active depth of each task's masks.
         active_fraction: ``[T]`` float, fraction of hidden weights active per task.
         union_fraction: ``[T]`` float, fraction active in the union of masks so far.
+
+    Examples:
+        >>> ContinualResult._fields
+        ('accuracy', 'masks', 'active_depth', 'active_fraction', 'union_fraction')
     """
 
     accuracy: Any
@@ -204,7 +311,7 @@ def _det_forward(model: AdaptiveMLP, weights, x, task):
     return model._forward(weights, jnp.ones(model.mask_shape(), x.dtype), x, task)
 
 
-def run_continual(method: str, model: AdaptiveMLP, tasks, keys, config: ContinualConfig = ContinualConfig()):
+def run_continual(keys, method: str, model: AdaptiveMLP, tasks, config: ContinualConfig = ContinualConfig()):
     """Train ``method`` on the task sequence, once per key (``vmap`` over seeds).
 
     Compiled functions are shared: ``"adaptive"`` and ``"vcl"`` run the same
@@ -213,46 +320,72 @@ def run_continual(method: str, model: AdaptiveMLP, tasks, keys, config: Continua
     ``lambda = 0``); learning rate, KL weight and EWC strength are traced too,
     and the tasks of a sequence share one compilation. Only the shapes (model,
     data, number of seeds) and the static budget (``num_steps``, ``batch_size``,
-    ``num_samples``, ``fisher_samples``) select a compilation.
+    ``num_samples``, ``num_fisher_samples``) select a compilation.
 
     Args:
+        keys: ``[seeds]`` PRNG keys; seed ``i``'s network is initialised from
+            ``fold_in(keys[i], 0)`` and task ``t`` trained with ``fold_in(keys[i], t + 1)``.
         method: one of ``METHODS``.
-        model: the network; for ``"vcl"``, ``"finetune"`` and ``"ewc"`` its
+        model: the architecture: an :class:`~jaxcore.bnp.AdaptiveMLP` / ``AdaptiveCNN`` or its
+            shape template (``eqx.filter_eval_shape``); its arrays are not used (each seed's
+            network is initialised from its key). For ``"vcl"``, ``"finetune"`` and ``"ewc"`` its
             structure adaptation is switched off (all layers and weights on).
         tasks: a :class:`~jaxcore.datasets.continual.TaskSequence` (or any object
             with ``x_train [T, N, D]``, ``y_train``, ``n_train [T]``, ``x_test``, ``y_test``, ``n_test``).
-        keys: ``[seeds]`` PRNG keys.
         config: the training budget.
 
     Returns:
         :class:`ContinualResult` with a leading ``[seeds]`` axis.
 
     Raises:
-        ValueError: unknown method, or data whose width does not match the model.
+        ValueError: unknown method, an invalid budget, or data whose width does not match the model.
+        TypeError: ``keys`` not a 1-d batch of PRNG keys, ``model`` not an AdaptiveMLP.
+
+    References:
+        Thapa & Li, "Bayesian Adaptation of Network Depth and Width for Continual
+        Learning", ICML 2024, Sec. 5 (protocol); Nguyen et al., ICLR 2018 (VCL);
+        Kirkpatrick et al., PNAS 2017 (EWC).
+
+    Examples:
+        >>> import jax, numpy as np, equinox as eqx
+        >>> from types import SimpleNamespace
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=(2, 16, 3)).astype(np.float32); y = (x[..., 0] > 0).astype(np.int32)
+        >>> n = np.array([16, 16], np.int32)
+        >>> tasks = SimpleNamespace(x_train=x, y_train=y, n_train=n, x_test=x, y_test=y, n_test=n)
+        >>> model = eqx.filter_eval_shape(AdaptiveMLP, 3, 4, 2, 2, 2, key=jax.random.key(0))
+        >>> keys = jax.random.split(jax.random.key(1), 2)
+        >>> r = run_continual(keys, "finetune", model, tasks, ContinualConfig(num_steps=3, batch_size=4,
+        ...                   num_fisher_samples=4))
+        >>> r.accuracy.shape
+        (2, 2, 2)
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    _check_int("num_steps", config.num_steps, 1)
-    _check_int("batch_size", config.batch_size, 1)
-    _check_int("num_samples", config.num_samples, 1)
-    _check_int("fisher_samples", config.fisher_samples, 1)
-    _check_positive("learning_rate", config.learning_rate)
+    check_key(keys, "keys", batch=True)
+    if keys.ndim != 1:
+        raise TypeError(expected("keys", "a 1-d batch of PRNG keys [seeds]", f"shape {keys.shape}", raw=True))
+    method = check_choice(method, "method", METHODS)
+    _check_model(model)
+    check_int(config.num_steps, "config.num_steps", 1)
+    check_int(config.batch_size, "config.batch_size", 1)
+    check_int(config.num_samples, "config.num_samples", 1)
+    check_int(config.num_fisher_samples, "config.num_fisher_samples", 1)
+    check_scalar(config.learning_rate, "config.learning_rate", positive=True)
+    check_scalar(config.kl_weight, "config.kl_weight", nonnegative=True)
+    check_scalar(config.ewc_lambda, "config.ewc_lambda", nonnegative=True)
     x_train = jnp.asarray(tasks.x_train)
     x_test = jnp.asarray(tasks.x_test)
-    if isinstance(model, AdaptiveMLP) and type(model) is AdaptiveMLP and x_train.shape[-1] != model.in_features:
-        raise ValueError(f"tasks have {x_train.shape[-1]} features, model.in_features={model.in_features}")
+    if type(model) is AdaptiveMLP and x_train.shape[-1] != model.in_features:
+        raise ValueError(expected("tasks.x_train", f"{model.in_features} features (model.in_features)",
+                                  f"{x_train.shape[-1]} features", raw=True))
     num_tasks = x_train.shape[0]
     data = (x_train, jnp.asarray(tasks.y_train), jnp.asarray(tasks.n_train),
             x_test, jnp.asarray(tasks.y_test), jnp.asarray(tasks.n_test))
+    # the same compiled functions for either flag: the switch is traced
+    template = _template(model if model.adapt_structure else
+                         eqx.filter_eval_shape(lambda k: _rebuild(model, k, adapt_structure=True), keys[0]))
     if method in ("adaptive", "vcl"):
-        return _bayes_run(model, data, keys, config, num_tasks, method == "adaptive")
-    return _det_run(model, data, keys, config, num_tasks, method == "ewc")
-
-
-def _replace(model, **changes):
-    fields = {k: getattr(model, k) for k in model.__dataclass_fields__}
-    fields.update(changes)
-    return type(model)(**fields)
+        return _bayes_run(template, data, keys, config, num_tasks, method == "adaptive")
+    return _det_run(template, data, keys, config, num_tasks, method == "ewc")
 
 
 def _head_of(task, heads):
@@ -271,32 +404,33 @@ def _evaluate(predict, data, masks_all, params, num_tasks, heads):
 
 @functools.lru_cache(maxsize=16)
 def _bayes_fns(model, num_steps, batch_size, num_samples, num_tasks):
-    """Compiled (seed-vmapped) training, prior update, hard masks and evaluation, shared by adaptive and VCL."""
+    """Compiled (seed-vmapped) training, prior update, hard masks and evaluation, shared by adaptive and VCL.
+
+    ``model`` is a shape template (hashable); the trained networks are arguments."""
     heads = model.num_heads
 
     def train(params, prior, key, t, adapt, lr, kl_weight, x_train, y_train, n_train):
         params = fit(
-            model, params, prior, key, x_train[t], y_train[t], n_train[t], _head_of(t, heads),
+            key, params, prior, x_train[t], y_train[t], n_train[t], _head_of(t, heads),
             num_steps=num_steps, batch_size=batch_size, num_samples=num_samples,
             learning_rate=lr, kl_weight=kl_weight, adapt=adapt,
-        )[0]
-        new_prior = model.posterior_to_prior(prior, params, _head_of(t, heads))
-        return params, new_prior, model.hard_masks(params, adapt)
+        ).params
+        new_prior = params.posterior_to_prior(prior, _head_of(t, heads))
+        return params, new_prior, params.hard_masks(adapt)
 
     train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0) + (None,) * 7))
+    predict = lambda p, m, x, h: p.predict_logits(m, x, h)  # noqa: E731
     evaluate = jax.jit(jax.vmap(
-        lambda p, m, d: _evaluate(model.predict_logits, d, m, p, num_tasks, heads), in_axes=(0, 0, None)))
+        lambda p, m, d: _evaluate(predict, d, m, p, num_tasks, heads), in_axes=(0, 0, None)))
     return train, evaluate
 
 
 def _bayes_run(model, data, keys, config, num_tasks, adapt):
     # the data and the hyper-parameters are arguments of the compiled functions (never closed-over constants)
-    if not model.adapt_structure:
-        model = _replace(model, adapt_structure=True)
     train, evaluate = _bayes_fns(model, config.num_steps, config.batch_size, config.num_samples, num_tasks)
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
-    params = jax.vmap(model.init)(init_keys)
-    prior = jax.vmap(lambda _: model.init_prior())(keys)
+    params = jax.vmap(lambda k: _rebuild(model, k))(init_keys)
+    prior = jax.vmap(lambda k: _rebuild(model, k).init_prior())(keys)
     seeds = keys.shape[0]
     stored = jnp.zeros((seeds, num_tasks) + model.mask_shape(), bool)
     hyper = (jnp.asarray(adapt), jnp.float32(config.learning_rate), jnp.float32(config.kl_weight))
@@ -321,7 +455,7 @@ def _finish(rows, stored, num_tasks, layer_ndim):
 
 
 @functools.lru_cache(maxsize=16)
-def _det_fns(model, num_steps, batch_size, fisher_samples, num_tasks):
+def _det_fns(model, num_steps, batch_size, num_fisher_samples, num_tasks):
     """Compiled (seed-vmapped) training and evaluation shared by fine-tuning and EWC (``lambda`` traced)."""
     heads = model.num_heads
 
@@ -347,7 +481,7 @@ def _det_fns(model, num_steps, batch_size, fisher_samples, num_tasks):
         (w, _), _ = jax.lax.scan(body, (w, optimizer.init(w)), jax.random.split(key, num_steps))
         # diagonal empirical Fisher of this task (used by EWC; fine-tuning has lambda = 0)
         kf = jax.random.fold_in(key, 7)
-        idx = jax.random.randint(kf, (fisher_samples,), 0, n_train[t])
+        idx = jax.random.randint(kf, (num_fisher_samples,), 0, n_train[t])
 
         def per_example(x, y):
             g = jax.grad(nll)(w, x[None], y[None], head)
@@ -360,17 +494,16 @@ def _det_fns(model, num_steps, batch_size, fisher_samples, num_tasks):
     all_on = jnp.ones((num_tasks,) + tuple(model.mask_shape()), bool)
     evaluate = jax.jit(jax.vmap(lambda w, d: _evaluate(
         lambda p, m, x, h: _det_forward(model, p, x, h), d, all_on, w, num_tasks, heads), in_axes=(0, None)))
+
     return train, evaluate
 
 
 def _det_run(model, data, keys, config, num_tasks, ewc):
-    if not model.adapt_structure:
-        model = _replace(model, adapt_structure=True)  # the same compiled functions for either flag
-    train, evaluate = _det_fns(model, config.num_steps, config.batch_size, config.fisher_samples, num_tasks)
+    train, evaluate = _det_fns(model, config.num_steps, config.batch_size, config.num_fisher_samples, num_tasks)
 
     def init(k):
-        p = model.init(jax.random.fold_in(k, 0))
-        return {n: p[n]["loc"] for n in ("w_in", "w_hidden", "w_head")}
+        p = _rebuild(model, jax.random.fold_in(k, 0))
+        return {n: getattr(p, n).loc for n in _WEIGHTS}
 
     w = jax.vmap(init)(keys)
     anchor = w

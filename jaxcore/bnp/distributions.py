@@ -24,6 +24,8 @@ import jax.extend.random
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln, gammaln
+
+from jaxcore._util import check_finite, check_int, check_key, check_positive, check_range, expected
 from numpyro.distributions import Distribution, constraints
 from numpyro.distributions.util import promote_shapes, validate_sample
 
@@ -38,28 +40,6 @@ __all__ = [
     "ibp_sample",
     "stick_breaking_log_weights",
 ]
-
-
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
-def _check_positive(name: str, value) -> None:
-    """Raise ValueError if a concrete ``value`` is not everywhere finite and > 0."""
-    if _is_concrete(value):
-        arr = np.asarray(value)
-        if arr.dtype.kind not in "fiu":
-            raise TypeError(f"{name} must be a real number or array, got dtype {arr.dtype}")
-        if not (np.all(np.isfinite(arr)) and np.all(arr > 0)):
-            raise ValueError(f"{name} must be finite and > 0, got {arr if arr.size <= 8 else arr.ravel()[:8]}")
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be a Python int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 _GAMMA_PROPOSALS = 8
@@ -177,16 +157,35 @@ def gamma_rsample(key, a, shape=None):
     Returns:
         draws ``[*shape]`` float (``a``'s float dtype), differentiable in ``a``.
 
+    Raises:
+        TypeError: ``key`` is not a PRNG key.
+        ValueError: a concrete ``a`` that is not finite and > 0.
+
     References:
         Marsaglia & Tsang, "A simple method for generating gamma variables", ACM
         TOMS 2000; Figurnov, Mohamed & Mnih, "Implicit Reparameterization
         Gradients", NeurIPS 2018, eq. (6).
+
+    Examples:
+        >>> import jax
+        >>> x = gamma_rsample(jax.random.key(0), 2.0, (1000,))
+        >>> x.shape, bool((x > 0).all())
+        ((1000,), True)
     """
+    check_key(key)
+    check_positive(a, "a")
     a = jnp.asarray(a, jnp.result_type(a, float))
-    shape = jnp.shape(a) if shape is None else tuple(shape)
+    shape = jnp.shape(a) if shape is None else tuple(int(n) for n in shape)
+    return _gamma_rsample_jit(key, a, shape)
+
+
+def _gamma_rsample(key, a, shape):
     a = jnp.broadcast_to(a, shape)
     u = _uniform_open(key, (2 * _GAMMA_PROPOSALS + 1,) + shape, a.dtype)
     return _gamma_from_uniforms(a, u)
+
+
+_gamma_rsample_jit = jax.jit(_gamma_rsample, static_argnames="shape")
 
 
 def _gamma_from_uniforms(a, u):
@@ -206,11 +205,27 @@ def stick_breaking_log_weights(nu: jax.Array) -> jax.Array:
     Returns:
         ``log pi``, ``[..., K]``, same dtype as ``nu`` (nats).
 
+    Raises:
+        ValueError: a concrete ``nu`` outside ``(0, 1]``.
+
     References:
         Teh, Gorur & Ghahramani, "Stick-breaking construction for the Indian
         buffet process", AISTATS 2007, eq. (6).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> stick_breaking_log_weights(jnp.array([0.5, 0.5, 0.5]))
+        Array([-0.693..., -1.386..., -2.079...], dtype=float32)
     """
+    check_range(nu, "nu", 0.0, 1.0, low_open=True)
+    return _stick_breaking_log_weights_jit(jnp.asarray(nu, jnp.result_type(nu, float)))
+
+
+def _stick_breaking_log_weights(nu):
     return jnp.cumsum(jnp.log(nu), axis=-1)
+
+
+_stick_breaking_log_weights_jit = jax.jit(_stick_breaking_log_weights)
 
 
 class StickBreakingBetaProcess(Distribution):
@@ -241,6 +256,15 @@ class StickBreakingBetaProcess(Distribution):
         Teh, Gorur & Ghahramani, "Stick-breaking construction for the Indian
         buffet process", AISTATS 2007, eq. (6); Thapa & Li, "Bayesian Adaptation
         of Network Depth and Width for Continual Learning", ICML 2024, Sec. 3.
+
+    Examples:
+        >>> import jax
+        >>> d = StickBreakingBetaProcess(2.0, 1.0, truncation=3)
+        >>> d.mean
+        Array([0.666..., 0.444..., 0.296...], dtype=float32)
+        >>> pi = d.sample(jax.random.key(0), (4,))
+        >>> pi.shape, d.log_prob(pi).shape
+        ((4, 3), (4,))
     """
 
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
@@ -249,9 +273,9 @@ class StickBreakingBetaProcess(Distribution):
     pytree_aux_fields = ("truncation",)
 
     def __init__(self, concentration1, concentration0=1.0, truncation: int = 10, *, validate_args=None):
-        truncation = _check_int("truncation", truncation, 1)
-        _check_positive("concentration1", concentration1)
-        _check_positive("concentration0", concentration0)
+        truncation = check_int(truncation, "truncation", 1)
+        check_positive(concentration1, "concentration1")
+        check_positive(concentration0, "concentration0")
         a = jnp.asarray(concentration1)
         b = jnp.asarray(concentration0)
         try:
@@ -259,10 +283,9 @@ class StickBreakingBetaProcess(Distribution):
         except ValueError:
             shape = None
         if shape is None or shape[-1] != truncation:
-            raise ValueError(
-                f"concentration1/concentration0 last axis must be 1 or truncation={truncation}, "
-                f"got shapes {jnp.shape(a)} and {jnp.shape(b)}"
-            )
+            raise ValueError(expected(
+                "concentration1/concentration0", f"a last axis of length 1 or truncation={truncation}",
+                f"shapes {jnp.shape(a)} and {jnp.shape(b)}", raw=True))
         self.concentration1 = jnp.broadcast_to(a, shape).astype(jnp.result_type(float))
         self.concentration0 = jnp.broadcast_to(b, shape).astype(jnp.result_type(float))
         self.truncation = truncation
@@ -280,38 +303,57 @@ class StickBreakingBetaProcess(Distribution):
         inverse CDF ``nu = U^(1/a)`` (one uniform per stick); otherwise
         ``nu = G_a / (G_a + G_b)`` with :func:`gamma_rsample` draws (implicit
         reparameterisation gradients). The branch is a ``lax.cond`` on the values.
+        Returns ``[*sample_shape, *batch_shape, K]``.
         """
-        shape = sample_shape + self.batch_shape + self.event_shape
-        a = jnp.broadcast_to(self.concentration1, shape)
-        b = jnp.broadcast_to(self.concentration0, shape)
-        tiny = jnp.finfo(a.dtype).tiny
-        eps = jnp.finfo(a.dtype).eps
-
-        def inverse_cdf(key):
-            u = _uniform_open(key, shape, a.dtype)
-            return jnp.exp(jnp.log(u) / a)
-
-        def via_gamma(key):
-            u = _uniform_open(key, (2, 2 * _GAMMA_PROPOSALS + 1) + shape, a.dtype)  # one generator call
-            g1 = _gamma_from_uniforms(a, u[0])
-            g0 = _gamma_from_uniforms(b, u[1])
-            return g1 / jnp.maximum(g1 + g0, tiny)
-
-        nu = jax.lax.cond(jnp.all(b == 1.0), inverse_cdf, via_gamma, key)
-        return jnp.clip(nu, tiny, 1.0 - eps)
+        check_key(key)
+        shape = tuple(sample_shape) + self.batch_shape + self.event_shape
+        return _sample_sticks_jit(key, self.concentration1, self.concentration0, shape)
 
     def sample(self, key, sample_shape=()):
-        return jnp.exp(stick_breaking_log_weights(self.sample_sticks(key, sample_shape)))
+        """``pi`` draws ``[*sample_shape, *batch_shape, K]`` (reparameterised, see :meth:`sample_sticks`)."""
+        check_key(key)
+        shape = tuple(sample_shape) + self.batch_shape + self.event_shape
+        return _sample_pi_jit(key, self.concentration1, self.concentration0, shape)
 
     @validate_sample
     def log_prob(self, value):
-        log_pi = jnp.log(value)
-        prev = jnp.concatenate([jnp.zeros_like(log_pi[..., :1]), log_pi[..., :-1]], axis=-1)
-        log_nu = log_pi - prev
-        log1m_nu = jnp.log1p(-jnp.exp(log_nu))
-        a, b = self.concentration1, self.concentration0
-        lp = (a - 1) * log_nu + (b - 1) * log1m_nu - betaln(a, b)
-        return jnp.sum(lp, axis=-1) - jnp.sum(prev, axis=-1)
+        """``log p(pi)`` (nats), ``[*sample_shape, *batch_shape]``."""
+        return _stick_log_prob_jit(value, self.concentration1, self.concentration0)
+
+
+def _sample_sticks(key, a, b, shape):
+    a = jnp.broadcast_to(a, shape)
+    b = jnp.broadcast_to(b, shape)
+    tiny = jnp.finfo(a.dtype).tiny
+    eps = jnp.finfo(a.dtype).eps
+
+    def inverse_cdf(key):
+        u = _uniform_open(key, shape, a.dtype)
+        return jnp.exp(jnp.log(u) / a)
+
+    def via_gamma(key):
+        u = _uniform_open(key, (2, 2 * _GAMMA_PROPOSALS + 1) + shape, a.dtype)  # one generator call
+        g1 = _gamma_from_uniforms(a, u[0])
+        g0 = _gamma_from_uniforms(b, u[1])
+        return g1 / jnp.maximum(g1 + g0, tiny)
+
+    nu = jax.lax.cond(jnp.all(b == 1.0), inverse_cdf, via_gamma, key)
+    return jnp.clip(nu, tiny, 1.0 - eps)
+
+
+def _stick_log_prob(value, a, b):
+    log_pi = jnp.log(value)
+    prev = jnp.concatenate([jnp.zeros_like(log_pi[..., :1]), log_pi[..., :-1]], axis=-1)
+    log_nu = log_pi - prev
+    log1m_nu = jnp.log1p(-jnp.exp(log_nu))
+    lp = (a - 1) * log_nu + (b - 1) * log1m_nu - betaln(a, b)
+    return jnp.sum(lp, axis=-1) - jnp.sum(prev, axis=-1)
+
+
+_sample_sticks_jit = jax.jit(_sample_sticks, static_argnames="shape")
+_sample_pi_jit = jax.jit(lambda key, a, b, shape: jnp.exp(_stick_breaking_log_weights(_sample_sticks(key, a, b, shape))),
+                         static_argnames="shape")
+_stick_log_prob_jit = jax.jit(_stick_log_prob)
 
 
 def _poisson_inverse_cdf(u, rate, max_count: int):
@@ -343,19 +385,31 @@ def ibp_sample(key: jax.Array, alpha, num_customers: int, max_features: int):
         that did not fit (0 unless ``F`` is too small; ``E[K+] = alpha * H_N``).
 
     Raises:
-        ValueError / TypeError: invalid ``alpha``, ``num_customers`` or ``max_features``.
+        ValueError / TypeError: invalid ``alpha``, ``num_customers``, ``max_features`` or ``key``.
 
     References:
         Griffiths & Ghahramani, "Infinite latent feature models and the Indian
         buffet process", NeurIPS 2005, Sec. 4 (the culinary metaphor, eq. 14).
+
+    Examples:
+        >>> import jax
+        >>> z, num_features, overflow = ibp_sample(jax.random.key(0), 2.0, 5, 16)
+        >>> z.shape, z.dtype, int(overflow)
+        ((5, 16), dtype('bool'), 0)
     """
-    num_customers = _check_int("num_customers", num_customers, 1)
-    max_features = _check_int("max_features", max_features, 1)
-    _check_positive("alpha", alpha)
-    dtype = jnp.result_type(float)
-    alpha = jnp.asarray(alpha, dtype)
-    u = jax.random.uniform(key, (num_customers, max_features + 1), dtype)  # one generator call
+    check_key(key)
+    num_customers = check_int(num_customers, "num_customers", 1)
+    max_features = check_int(max_features, "max_features", 1)
+    check_positive(alpha, "alpha")
+    return _ibp_sample_jit(key, jnp.asarray(alpha, jnp.result_type(float)), num_customers, max_features)
+
+
+def _ibp_sample(key, alpha, num_customers: int, max_features: int):
+    u = jax.random.uniform(key, (num_customers, max_features + 1), alpha.dtype)  # one generator call
     return _ibp_from_uniforms(u[:, :-1], u[:, -1], alpha, max_features)
+
+
+_ibp_sample_jit = jax.jit(_ibp_sample, static_argnames=("num_customers", "max_features"))
 
 
 def _ibp_from_uniforms(u_old, u_new, alpha, max_features: int):
@@ -406,6 +460,13 @@ class IndianBuffetProcess(Distribution):
     References:
         Griffiths & Ghahramani, "Infinite latent feature models and the Indian
         buffet process", NeurIPS 2005, eq. (14) and Sec. 4.
+
+    Examples:
+        >>> import jax
+        >>> d = IndianBuffetProcess(1.5, num_customers=4, max_features=8)
+        >>> z = d.sample(jax.random.key(0), (2,))
+        >>> z.shape, d.log_prob(z).shape
+        ((2, 4, 8), (2,))
     """
 
     arg_constraints = {"alpha": constraints.positive}
@@ -413,9 +474,9 @@ class IndianBuffetProcess(Distribution):
     pytree_aux_fields = ("num_customers", "max_features")
 
     def __init__(self, alpha, num_customers: int, max_features: int, *, validate_args=None):
-        self.num_customers = _check_int("num_customers", num_customers, 1)
-        self.max_features = _check_int("max_features", max_features, 1)
-        _check_positive("alpha", alpha)
+        self.num_customers = check_int(num_customers, "num_customers", 1)
+        self.max_features = check_int(max_features, "max_features", 1)
+        check_positive(alpha, "alpha")
         self.alpha = jnp.asarray(alpha, jnp.result_type(float))
         super().__init__(
             batch_shape=jnp.shape(self.alpha),
@@ -433,39 +494,52 @@ class IndianBuffetProcess(Distribution):
         return self.alpha * self.harmonic_number
 
     def sample(self, key, sample_shape=()):
-        shape = sample_shape + self.batch_shape
-        n = int(np.prod(shape)) if shape else 1
-        keys = jax.random.split(key, n)
-        alphas = jnp.broadcast_to(self.alpha, shape).reshape(n)
-        u = jax.vmap(lambda k: jax.random.uniform(k, (self.num_customers, self.max_features + 1), alphas.dtype))(keys)
-        f = lambda u, a: _ibp_from_uniforms(u[:, :-1], u[:, -1], a, self.max_features)[0]
-        z = jax.vmap(f)(u, alphas)
-        return z.reshape(shape + self.event_shape)
+        """Binary matrices ``[*sample_shape, *batch_shape, N, F]`` (:func:`ibp_sample` per draw)."""
+        check_key(key)
+        shape = tuple(sample_shape) + self.batch_shape
+        return _ibp_dist_sample_jit(key, self.alpha, shape, self.num_customers, self.max_features)
 
     def log_prob(self, value):
-        z = jnp.asarray(value).astype(bool)
-        n = self.num_customers
-        m = jnp.sum(z, axis=-2)  # column sums [..., F]
-        nonempty = m > 0
-        k_plus = jnp.sum(nonempty, axis=-1)
-        # first row of each column (n if empty)
-        rows = jnp.arange(n)[:, None]
-        first = jnp.min(jnp.where(z, rows, n), axis=-2)
-        # valid order: non-empty columns first, and first-tasting rows non-decreasing
-        prefix_ok = jnp.all(nonempty[..., 1:] <= nonempty[..., :-1], axis=-1)
-        sorted_ok = jnp.all((first[..., 1:] >= first[..., :-1]) | ~nonempty[..., 1:], axis=-1)
-        k1 = jnp.sum(jax.nn.one_hot(first, n + 1, dtype=jnp.int32)[..., :n], axis=-2)  # new dishes per customer
-        dtype = self.alpha.dtype
-        mf = m.astype(dtype)
-        h_n = self.harmonic_number
-        col = jnp.where(nonempty, gammaln(n - mf + 1) + gammaln(jnp.maximum(mf, 1.0)) - gammaln(n + 1.0), 0.0)
-        lp = (
-            k_plus * jnp.log(self.alpha)
-            - self.alpha * h_n
-            - jnp.sum(gammaln(k1.astype(dtype) + 1), axis=-1)
-            + jnp.sum(col, axis=-1)
-        )
-        return jnp.where(prefix_ok & sorted_ok, lp, -jnp.inf)
+        """``log P(Z)`` (nats) of left-ordered matrices; ``-inf`` for matrices not in that order."""
+        return _ibp_log_prob_jit(jnp.asarray(value), self.alpha, self.num_customers, self.harmonic_number)
+
+
+def _ibp_dist_sample(key, alpha, shape, num_customers, max_features):
+    n = int(np.prod(shape)) if shape else 1
+    keys = jax.random.split(key, n)
+    alphas = jnp.broadcast_to(alpha, shape).reshape(n)
+    u = jax.vmap(lambda k: jax.random.uniform(k, (num_customers, max_features + 1), alphas.dtype))(keys)
+    f = lambda u, a: _ibp_from_uniforms(u[:, :-1], u[:, -1], a, max_features)[0]  # noqa: E731
+    z = jax.vmap(f)(u, alphas)
+    return z.reshape(shape + (num_customers, max_features))
+
+
+def _ibp_log_prob(value, alpha, n, h_n):
+    z = value.astype(bool)
+    m = jnp.sum(z, axis=-2)  # column sums [..., F]
+    nonempty = m > 0
+    k_plus = jnp.sum(nonempty, axis=-1)
+    # first row of each column (n if empty)
+    rows = jnp.arange(n)[:, None]
+    first = jnp.min(jnp.where(z, rows, n), axis=-2)
+    # valid order: non-empty columns first, and first-tasting rows non-decreasing
+    prefix_ok = jnp.all(nonempty[..., 1:] <= nonempty[..., :-1], axis=-1)
+    sorted_ok = jnp.all((first[..., 1:] >= first[..., :-1]) | ~nonempty[..., 1:], axis=-1)
+    k1 = jnp.sum(jax.nn.one_hot(first, n + 1, dtype=jnp.int32)[..., :n], axis=-2)  # new dishes per customer
+    dtype = alpha.dtype
+    mf = m.astype(dtype)
+    col = jnp.where(nonempty, gammaln(n - mf + 1) + gammaln(jnp.maximum(mf, 1.0)) - gammaln(n + 1.0), 0.0)
+    lp = (
+        k_plus * jnp.log(alpha)
+        - alpha * h_n
+        - jnp.sum(gammaln(k1.astype(dtype) + 1), axis=-1)
+        + jnp.sum(col, axis=-1)
+    )
+    return jnp.where(prefix_ok & sorted_ok, lp, -jnp.inf)
+
+
+_ibp_dist_sample_jit = jax.jit(_ibp_dist_sample, static_argnames=("shape", "num_customers", "max_features"))
+_ibp_log_prob_jit = jax.jit(_ibp_log_prob, static_argnames=("n", "h_n"))
 
 
 def bernoulli_process_logits(log_pi, gamma):
@@ -479,10 +553,31 @@ def bernoulli_process_logits(log_pi, gamma):
             expanded to the weight shape by the caller.
 
     Returns:
-        logits, broadcast shape of the inputs.
+        logits, broadcast shape of the inputs, float.
+
+    Raises:
+        ValueError: a concrete ``log_pi`` that is NaN or > 0.
+
+    References:
+        Thapa & Li, "Bayesian Adaptation of Network Depth and Width for
+        Continual Learning", ICML 2024, Sec. 3 (width as a Bernoulli process).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> bernoulli_process_logits(jnp.log(jnp.array([0.5, 0.8])), 0.0)
+        Array([0.       , 1.386...], dtype=float32)
     """
+    check_range(log_pi, "log_pi", None, 0.0)
+    log_pi = jnp.asarray(log_pi, jnp.result_type(log_pi, float))
+    return _bernoulli_process_logits_jit(log_pi, jnp.asarray(gamma, jnp.result_type(gamma, float)))
+
+
+def _bernoulli_process_logits(log_pi, gamma):
     log_pi = jnp.minimum(log_pi, -jnp.finfo(jnp.result_type(log_pi)).eps)
     return log_pi - jnp.log(-jnp.expm1(log_pi)) + gamma
+
+
+_bernoulli_process_logits_jit = jax.jit(_bernoulli_process_logits)
 
 
 class BernoulliProcessMask(Distribution):
@@ -500,6 +595,14 @@ class BernoulliProcessMask(Distribution):
     References:
         Thapa & Li, "Bayesian Adaptation of Network Depth and Width for
         Continual Learning", ICML 2024, Sec. 3 (width as a Bernoulli process).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> d = BernoulliProcessMask(jnp.log(0.5), jnp.array([-1.0, 0.0, 2.0]))
+        >>> d.hard()
+        Array([False, False,  True], dtype=bool)
+        >>> d.log_prob(jnp.array([0, 1, 1]))
+        Array([-0.313..., -0.693..., -0.126...], dtype=float32)
     """
 
     arg_constraints = {"logits": constraints.real}
@@ -507,7 +610,7 @@ class BernoulliProcessMask(Distribution):
     has_enumerate_support = False
 
     def __init__(self, log_pi, gamma=0.0, *, validate_args=None):
-        self.logits = bernoulli_process_logits(jnp.asarray(log_pi), jnp.asarray(gamma))
+        self.logits = bernoulli_process_logits(log_pi, gamma)
         super().__init__(batch_shape=jnp.shape(self.logits), validate_args=validate_args)
 
     @property
@@ -519,12 +622,13 @@ class BernoulliProcessMask(Distribution):
         return self.probs
 
     def sample(self, key, sample_shape=()):
-        shape = sample_shape + self.batch_shape
-        return jax.random.bernoulli(key, self.probs, shape)
+        """Bool masks ``[*sample_shape, *batch_shape]``."""
+        check_key(key)
+        return _bernoulli_sample_jit(key, self.logits, tuple(sample_shape) + self.batch_shape)
 
     def log_prob(self, value):
-        value = jnp.asarray(value, self.logits.dtype)
-        return value * self.logits - jax.nn.softplus(self.logits)
+        """``z l - softplus(l)`` (nats)."""
+        return _bernoulli_log_prob_jit(jnp.asarray(value, self.logits.dtype), self.logits)
 
     def hard(self):
         """The deterministic test-time mask ``1[logit(pi) + gamma > 0]`` (the mode)."""
@@ -552,6 +656,13 @@ class LogitRelaxedBernoulli(Distribution):
     References:
         Maddison, Mnih & Teh, "The Concrete Distribution", ICLR 2017, eq. (26);
         Jang, Gu & Poole, "Categorical Reparameterization with Gumbel-Softmax", ICLR 2017.
+
+    Examples:
+        >>> import jax
+        >>> d = LogitRelaxedBernoulli(0.2, 1.0)
+        >>> y = d.sample(jax.random.key(0), (3,))
+        >>> y.shape, bool(jax.numpy.isfinite(d.log_prob(y)).all())
+        ((3,), True)
     """
 
     arg_constraints = {"temperature": constraints.positive, "logits": constraints.real}
@@ -559,9 +670,8 @@ class LogitRelaxedBernoulli(Distribution):
     reparametrized_params = ["temperature", "logits"]
 
     def __init__(self, temperature, logits, *, validate_args=None):
-        _check_positive("temperature", temperature)
-        if _is_concrete(logits) and not np.all(np.isfinite(np.asarray(logits))):
-            raise ValueError("logits must be finite (use a large finite value for near-certain masks)")
+        check_positive(temperature, "temperature")
+        check_finite(logits, "logits")  # (use a large finite value for near-certain masks)
         self.temperature, self.logits = promote_shapes(jnp.asarray(temperature), jnp.asarray(logits))
         super().__init__(
             batch_shape=jnp.broadcast_shapes(jnp.shape(self.temperature), jnp.shape(self.logits)),
@@ -569,15 +679,13 @@ class LogitRelaxedBernoulli(Distribution):
         )
 
     def sample(self, key, sample_shape=()):
-        shape = sample_shape + self.batch_shape
-        dtype = jnp.result_type(self.logits, float)
-        u = jax.random.uniform(key, shape, dtype, minval=jnp.finfo(dtype).tiny, maxval=1.0)
-        noise = jnp.log(u) - jnp.log1p(-u)
-        return (self.logits + noise) / self.temperature
+        """Logit-space draws ``y`` ``[*sample_shape, *batch_shape]``, reparameterised in the logits."""
+        check_key(key)
+        return _logit_relaxed_sample_jit(key, self.logits, self.temperature, tuple(sample_shape) + self.batch_shape)
 
     def log_prob(self, value):
-        t = self.logits - self.temperature * value
-        return jnp.log(self.temperature) + t - 2.0 * jax.nn.softplus(t)
+        """``log p(y)`` (nats), finite for every real ``y``."""
+        return _logit_relaxed_log_prob_jit(value, self.logits, self.temperature)
 
 
 class RelaxedBernoulli(Distribution):
@@ -603,6 +711,12 @@ class RelaxedBernoulli(Distribution):
 
     References:
         Maddison, Mnih & Teh, "The Concrete Distribution", ICLR 2017, eq. (26).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> d = RelaxedBernoulli(0.1, 0.0)
+        >>> bool(jnp.isfinite(d.log_prob(jnp.array([0.0, 0.5, 1.0]))).all())
+        True
     """
 
     arg_constraints = {"temperature": constraints.positive, "logits": constraints.real}
@@ -627,12 +741,49 @@ class RelaxedBernoulli(Distribution):
 
     def log_prob_logit(self, y):
         """``log p(z)`` at ``z = sigmoid(y)`` given the logit ``y`` (exact)."""
-        return self.base.log_prob(y) + jax.nn.softplus(y) + jax.nn.softplus(-y)
+        return _relaxed_log_prob_logit_jit(y, self.logits, self.temperature)
 
     def log_prob(self, value):
-        dtype = jnp.result_type(value, float)
-        finfo = jnp.finfo(dtype)
-        z = jnp.clip(value, finfo.tiny, 1.0 - finfo.epsneg)
-        y = jnp.log(z) - jnp.log1p(-z)
-        return self.log_prob_logit(y)
+        """``log p(z)`` (nats) for ``z`` in ``[0, 1]`` (clipped to ``[tiny, 1 - eps/2]``)."""
+        return _relaxed_log_prob_jit(value, self.logits, self.temperature)
+
+
+def _bernoulli_sample(key, logits, shape):
+    return jax.random.bernoulli(key, jax.nn.sigmoid(logits), shape)
+
+
+def _bernoulli_log_prob(value, logits):
+    return value * logits - jax.nn.softplus(logits)
+
+
+def _logit_relaxed_sample(key, logits, temperature, shape):
+    dtype = jnp.result_type(logits, float)
+    u = jax.random.uniform(key, shape, dtype, minval=jnp.finfo(dtype).tiny, maxval=1.0)
+    noise = jnp.log(u) - jnp.log1p(-u)
+    return (logits + noise) / temperature
+
+
+def _logit_relaxed_log_prob(value, logits, temperature):
+    t = logits - temperature * value
+    return jnp.log(temperature) + t - 2.0 * jax.nn.softplus(t)
+
+
+def _relaxed_log_prob_logit(y, logits, temperature):
+    return _logit_relaxed_log_prob(y, logits, temperature) + jax.nn.softplus(y) + jax.nn.softplus(-y)
+
+
+def _relaxed_log_prob(value, logits, temperature):
+    dtype = jnp.result_type(value, float)
+    finfo = jnp.finfo(dtype)
+    z = jnp.clip(value, finfo.tiny, 1.0 - finfo.epsneg)
+    y = jnp.log(z) - jnp.log1p(-z)
+    return _relaxed_log_prob_logit(y, logits, temperature)
+
+
+_bernoulli_sample_jit = jax.jit(_bernoulli_sample, static_argnames="shape")
+_bernoulli_log_prob_jit = jax.jit(_bernoulli_log_prob)
+_logit_relaxed_sample_jit = jax.jit(_logit_relaxed_sample, static_argnames="shape")
+_logit_relaxed_log_prob_jit = jax.jit(_logit_relaxed_log_prob)
+_relaxed_log_prob_logit_jit = jax.jit(_relaxed_log_prob_logit)
+_relaxed_log_prob_jit = jax.jit(_relaxed_log_prob)
 

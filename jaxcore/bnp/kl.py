@@ -12,7 +12,9 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import betaln, digamma
 
-from .distributions import LogitRelaxedBernoulli, _check_int, _check_positive
+from jaxcore._util import check_finite, check_int, check_key, check_positive
+
+from .distributions import _logit_relaxed_log_prob, _logit_relaxed_sample
 
 __all__ = ["kl_beta", "kl_normal", "kl_relaxed_bernoulli_mc"]
 
@@ -36,9 +38,19 @@ def kl_beta(a1, b1, a2, b2):
     References:
         Standard result; e.g. Nalisnick & Smyth, "Stick-Breaking Variational
         Autoencoders", ICLR 2017, appendix (Beta KL).
+
+    Examples:
+        >>> kl_beta(2.0, 1.0, 2.0, 1.0)
+        Array(0., dtype=float32)
+        >>> float(kl_beta(2.0, 1.0, 1.0, 1.0))  # KL(Beta(2, 1) || U(0, 1)) = log 2 - 1/2
+        0.193...
     """
     for name, v in (("a1", a1), ("b1", b1), ("a2", a2), ("b2", b2)):
-        _check_positive(name, v)
+        check_positive(v, name)
+    return _kl_beta_jit(*(jnp.asarray(v, jnp.result_type(v, float)) for v in (a1, b1, a2, b2)))
+
+
+def _kl_beta(a1, b1, a2, b2):
     a1, b1, a2, b2 = (jnp.asarray(v, jnp.result_type(v, float)) for v in (a1, b1, a2, b2))
     return (
         betaln(a2, b2)
@@ -47,6 +59,9 @@ def kl_beta(a1, b1, a2, b2):
         + (b1 - b2) * digamma(b1)
         + (a2 - a1 + b2 - b1) * digamma(a1 + b1)
     )
+
+
+_kl_beta_jit = jax.jit(_kl_beta)
 
 
 def kl_normal(loc1, scale1, loc2, scale2):
@@ -59,13 +74,29 @@ def kl_normal(loc1, scale1, loc2, scale2):
         loc2, scale2: of the second Gaussian; all broadcastable.
 
     Returns:
-        KL in nats, broadcast shape.
+        KL in nats, broadcast shape, float.
+
+    Raises:
+        ValueError: a concrete scale that is not finite and > 0.
 
     References:
         Nguyen, Li, Bui & Turner, "Variational Continual Learning", ICLR 2018, eq. (4).
+
+    Examples:
+        >>> float(kl_normal(0.0, 1.0, 1.0, 1.0))  # (m1 - m2)^2 / 2
+        0.5
     """
+    check_positive(scale1, "scale1")
+    check_positive(scale2, "scale2")
+    return _kl_normal_jit(*(jnp.asarray(v, jnp.result_type(v, float)) for v in (loc1, scale1, loc2, scale2)))
+
+
+def _kl_normal(loc1, scale1, loc2, scale2):
     ratio = jnp.square(scale1 / scale2)
     return 0.5 * (ratio + jnp.square((loc1 - loc2) / scale2) - 1.0 - jnp.log(ratio))
+
+
+_kl_normal_jit = jax.jit(_kl_normal)
 
 
 def kl_relaxed_bernoulli_mc(key, q_logits, p_logits, temperature, prior_temperature=None, num_samples: int = 1):
@@ -89,20 +120,39 @@ def kl_relaxed_bernoulli_mc(key, q_logits, p_logits, temperature, prior_temperat
         Per-element KL estimate in nats, broadcast shape of the logits.
 
     Raises:
-        ValueError: invalid temperatures or ``num_samples``.
+        ValueError: invalid temperatures, non-finite logits or ``num_samples``.
+        TypeError: ``key`` is not a PRNG key, ``num_samples`` not an int.
 
     References:
         Maddison, Mnih & Teh, "The Concrete Distribution", ICLR 2017, Sec. 5 / appendix C
         (relaxed KL estimated by sampling); Thapa & Li, ICML 2024, Sec. 3.3.
+
+    Examples:
+        >>> import jax
+        >>> kl = kl_relaxed_bernoulli_mc(jax.random.key(0), 1.0, -1.0, 0.2, num_samples=64)
+        >>> kl.shape, bool(kl > 0)
+        ((), True)
     """
-    num_samples = _check_int("num_samples", num_samples, 1)
-    _check_positive("temperature", temperature)
+    check_key(key)
+    num_samples = check_int(num_samples, "num_samples", 1)
+    check_positive(temperature, "temperature")
     prior_temperature = temperature if prior_temperature is None else prior_temperature
-    _check_positive("prior_temperature", prior_temperature)
-    q = LogitRelaxedBernoulli(temperature, q_logits)
-    p = LogitRelaxedBernoulli(prior_temperature, p_logits)
-    y = q.sample(key, (num_samples,))
-    return jnp.mean(q.log_prob(y) - p.log_prob(y), axis=0)
+    check_positive(prior_temperature, "prior_temperature")
+    check_finite(q_logits, "q_logits")
+    check_finite(p_logits, "p_logits")
+    args = (jnp.asarray(v, jnp.result_type(v, float)) for v in (q_logits, p_logits, temperature, prior_temperature))
+    return _kl_relaxed_mc_jit(key, *args, num_samples)
+
+
+def _kl_relaxed_mc(key, q_logits, p_logits, temperature, prior_temperature, num_samples):
+    tq, lq = jnp.broadcast_arrays(temperature, q_logits)
+    tp, lp = jnp.broadcast_arrays(prior_temperature, p_logits)
+    shape = (num_samples,) + tq.shape  # q's batch shape (the draws are q's)
+    y = _logit_relaxed_sample(key, lq, tq, shape)
+    return jnp.mean(_logit_relaxed_log_prob(y, lq, tq) - _logit_relaxed_log_prob(y, lp, tp), axis=0)
+
+
+_kl_relaxed_mc_jit = jax.jit(_kl_relaxed_mc, static_argnames="num_samples")
 
 
 def _kl_relaxed_from_noise(noise, q_logits, p_logits, temperature, prior_temperature):

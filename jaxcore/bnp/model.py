@@ -56,40 +56,97 @@ References:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+
+from jaxcore._util import (
+    Progress,
+    check_int,
+    check_key,
+    check_positive,
+    check_progress,
+    check_scalar,
+    check_shape,
+    expected,
+    is_concrete,
+)
 
 from .distributions import (
     _GAMMA_PROPOSALS,
-    _check_int,
-    _check_positive,
     _gamma_from_uniforms,
     _normal_from_uniform,
     _uniform_open,
-    bernoulli_process_logits,
+    _bernoulli_process_logits,
 )
-from .kl import _kl_relaxed_from_noise, kl_beta, kl_normal
+from .kl import _kl_beta, _kl_normal, _kl_relaxed_from_noise
 
-__all__ = ["AdaptiveCNN", "AdaptiveMLP", "FitState", "fit", "make_svi_step"]
+__all__ = [
+    "AdaptiveCNN",
+    "AdaptiveMLP",
+    "BetaSticks",
+    "FitResult",
+    "FitState",
+    "MeanFieldGaussian",
+    "SVIStepResult",
+    "fit",
+    "make_svi_step",
+]
 
-Params = dict[str, Any]
+_WEIGHTS = ("w_in", "w_hidden", "w_head")
+
+
+class MeanFieldGaussian(eqx.Module):
+    """Mean-field Gaussian factor ``N(loc, exp(log_scale)^2)`` of one weight tensor (elementwise).
+
+    Attributes:
+        loc: means, float, the weight tensor's shape.
+        log_scale: log standard deviations, float, same shape.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> g = MeanFieldGaussian(jnp.zeros(3), jnp.zeros(3))
+        >>> g.loc.shape
+        (3,)
+    """
+
+    loc: Float[Array, "..."]
+    log_scale: Float[Array, "..."]
+
+
+class BetaSticks(eqx.Module):
+    """Log concentrations of the stick posteriors ``nu_k ~ Beta(exp(log_a_k), exp(log_b_k))``.
+
+    Attributes:
+        log_a: ``[K]`` float, ``log a_k``.
+        log_b: ``[K]`` float, ``log b_k``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> BetaSticks(jnp.zeros(2), jnp.zeros(2)).log_a.shape
+        (2,)
+    """
+
+    log_a: Float[Array, " K"]
+    log_b: Float[Array, " K"]
 
 
 def _gauss(key, shape, init_scale, loc_scale):
-    return {
-        "loc": loc_scale * jax.random.normal(key, shape),
-        "log_scale": jnp.full(shape, np.log(init_scale), jnp.result_type(float)),  # not weak-typed
-    }
+    return MeanFieldGaussian(
+        loc_scale * jax.random.normal(key, shape),
+        jnp.full(shape, np.log(init_scale), jnp.result_type(float)),  # not weak-typed
+    )
 
 
 def _gauss_prior(shape, scale):
-    return {"loc": jnp.zeros(shape), "log_scale": jnp.full(shape, np.log(scale), jnp.result_type(float))}
+    return MeanFieldGaussian(jnp.zeros(shape), jnp.full(shape, np.log(scale), jnp.result_type(float)))
 
 
 def _augment(h):
@@ -113,56 +170,127 @@ def _tile_bwd(num_samples, _, g):
 _tile_samples.defvjp(_tile_fwd, _tile_bwd)
 
 
+def _config(model) -> dict[str, Any]:
+    """The static configuration of a model (the constructor's arguments other than ``key``)."""
+    return {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.metadata.get("static", False)}
+
+
+def _rebuild(model, key, **changes):
+    """A freshly initialised model of the same type and configuration (``changes`` applied)."""
+    return type(model)(**{**_config(model), **changes}, key=key)
+
+
+def _template(model):
+    """A hashable shape template of ``model`` (arrays as ``jax.ShapeDtypeStruct``), for caches."""
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), a.dtype), model)
+
+
+def _check_model(model, name="model"):
+    if not isinstance(model, AdaptiveMLP):
+        raise TypeError(expected(name, "an AdaptiveMLP (or AdaptiveCNN)", type(model).__name__, raw=True))
+
+
 class AdaptiveMLP(eqx.Module):
     """Bayesian residual MLP with beta-process depth and Bernoulli-process per-weight masks.
 
-    Static configuration (an ``eqx.Module`` with no arrays); parameters and
-    priors are separate pytrees (dicts) so that they can be ``vmap``-ed over
-    seeds and stored per task.
+    An equinox model holding its variational parameters: the mean-field Gaussians of the
+    input, hidden and head weights, the mask logit offsets ``gamma`` and the stick
+    posteriors. The architecture (sizes, priors, temperatures) is static. The prior is a
+    model of the same type (:meth:`init_prior`, or a previous task's posterior), so a
+    posterior becomes the next prior as it is; ``jax.grad`` of the ELBO with respect to
+    the model is the gradient of every variational parameter, and ``jax.vmap`` over keys
+    of the constructor gives one network per seed.
 
-    Attributes:
+    ``h_0 = relu(W_in [x; 1])``, ``h_k = h_{k-1} + relu((W_k * Z_k) [h_{k-1}; 1])``,
+    ``logits_t = W_head,t [h_K; 1]``; the ELBO per datum is :meth:`elbo`.
+
+    Args:
         in_features: ``D``, input dimension (inputs ``[batch, D]``, float).
         width: ``W``, hidden units of every hidden layer.
         truncation: ``K``, the maximum depth (number of residual hidden layers).
         num_heads: number of task heads ``T``.
-        num_classes: classes per head ``C``.
-        alpha, beta: stick-breaking prior ``nu_k ~ Beta(alpha, beta)``.
-        prior_scale: weight prior standard deviation ``s0`` at task 1.
-        init_scale: initial posterior standard deviation of the weights.
+        num_classes: classes per head ``C`` (>= 2).
+        key: PRNG key of the initial means (keyword-only).
+        alpha, beta: stick-breaking prior ``nu_k ~ Beta(alpha, beta)`` (> 0).
+        prior_scale: weight prior standard deviation ``s0`` at task 1 (> 0).
+        init_scale: initial posterior standard deviation of the weights (> 0).
         temperature: posterior Concrete temperature ``tau`` (0.05-0.3 is safe).
         prior_temperature: prior Concrete temperature.
         adapt_structure: if False, no masks and no depth variables: plain VCL
-            with all ``K`` hidden layers on (the "VCL" baseline).
+            with all ``K`` hidden layers on (the "VCL" baseline). ``gamma`` and
+            ``sticks`` are still held (and get no gradient).
+
+    Attributes:
+        gamma: mask logit offsets, ``mask_shape()`` float (zeros at initialisation).
+        sticks: :class:`BetaSticks` ``[K]`` (the prior's values at initialisation).
+        w_head: :class:`MeanFieldGaussian` ``[T, W + 1, C]`` (means zero at initialisation).
+        w_hidden: :class:`MeanFieldGaussian` ``[K, W + 1, W]``.
+        w_in: :class:`MeanFieldGaussian` ``[D + 1, W]`` (biases are the last input row).
 
     Raises:
-        ValueError / TypeError: invalid sizes, concentrations or temperatures.
+        ValueError / TypeError: invalid sizes, concentrations, temperatures or key.
 
     References:
         Thapa & Li, "Bayesian Adaptation of Network Depth and Width for
-        Continual Learning", ICML 2024, Sec. 3.
+        Continual Learning", ICML 2024, Sec. 3 (eqs. 1-6).
+
+    Examples:
+        >>> import jax
+        >>> model = AdaptiveMLP(4, 8, 3, 2, 2, key=jax.random.key(0))
+        >>> model.w_hidden.loc.shape, model.mask_shape()
+        ((3, 9, 8), (3, 9, 8))
+        >>> prior = model.init_prior()
+        >>> x, y = jax.numpy.ones((5, 4)), jax.numpy.array([0, 1, 0, 1, 1])
+        >>> elbo, aux = model.elbo(jax.random.key(1), prior, x, y, 0, 100.0, num_samples=2)
+        >>> elbo.shape, sorted(aux)
+        ((), ['accuracy', 'kl', 'loglik'])
     """
 
+    # the variational parameters, in the (sorted) order of the former parameter dict, so flattened
+    # optimiser states and every compiled program keep their layout
+    gamma: Float[Array, "K ..."]
+    sticks: BetaSticks
+    w_head: MeanFieldGaussian
+    w_hidden: MeanFieldGaussian
+    w_in: MeanFieldGaussian
     in_features: int = eqx.field(static=True)
     width: int = eqx.field(static=True)
     truncation: int = eqx.field(static=True)
     num_heads: int = eqx.field(static=True)
     num_classes: int = eqx.field(static=True)
-    alpha: float = eqx.field(static=True, default=2.0)
-    beta: float = eqx.field(static=True, default=1.0)
-    prior_scale: float = eqx.field(static=True, default=1.0)
-    init_scale: float = eqx.field(static=True, default=0.05)
-    temperature: float = eqx.field(static=True, default=0.2)
-    prior_temperature: float = eqx.field(static=True, default=0.2)
-    adapt_structure: bool = eqx.field(static=True, default=True)
+    alpha: float = eqx.field(static=True)
+    beta: float = eqx.field(static=True)
+    prior_scale: float = eqx.field(static=True)
+    init_scale: float = eqx.field(static=True)
+    temperature: float = eqx.field(static=True)
+    prior_temperature: float = eqx.field(static=True)
+    adapt_structure: bool = eqx.field(static=True)
 
-    def __check_init__(self):
-        _check_int("in_features", self.in_features, 1)
-        _check_int("width", self.width, 1)
-        _check_int("truncation", self.truncation, 1)
-        _check_int("num_heads", self.num_heads, 1)
-        _check_int("num_classes", self.num_classes, 2)
-        for name in ("alpha", "beta", "prior_scale", "init_scale", "temperature", "prior_temperature"):
-            _check_positive(name, getattr(self, name))
+    def __init__(self, in_features: int, width: int, truncation: int, num_heads: int, num_classes: int, *,
+                 key: PRNGKeyArray, alpha: float = 2.0, beta: float = 1.0, prior_scale: float = 1.0,
+                 init_scale: float = 0.05, temperature: float = 0.2, prior_temperature: float = 0.2,
+                 adapt_structure: bool = True):
+        self.in_features = check_int(in_features, "in_features", 1)
+        self.width = check_int(width, "width", 1)
+        self.truncation = check_int(truncation, "truncation", 1)
+        self.num_heads = check_int(num_heads, "num_heads", 1)
+        self.num_classes = check_int(num_classes, "num_classes", 2)
+        for name, v in (("alpha", alpha), ("beta", beta), ("prior_scale", prior_scale), ("init_scale", init_scale),
+                        ("temperature", temperature), ("prior_temperature", prior_temperature)):
+            setattr(self, name, check_scalar(v, name, positive=True))
+        if not isinstance(adapt_structure, (bool, np.bool_)):
+            raise TypeError(expected("adapt_structure", "a bool", type(adapt_structure).__name__, raw=True))
+        self.adapt_structure = bool(adapt_structure)
+        check_key(key)
+        shapes = self._shapes()
+        keys = jax.random.split(key, 3)
+        w = {}
+        for k, name in zip(keys, _WEIGHTS):
+            w[name] = _gauss(k, shapes[name], self.init_scale, 1.0 / np.sqrt(shapes[name][-2]))
+        self.w_in, self.w_hidden = w["w_in"], w["w_hidden"]
+        self.w_head = MeanFieldGaussian(jnp.zeros_like(w["w_head"].loc), w["w_head"].log_scale)
+        self.gamma = jnp.zeros(self.mask_shape())
+        self.sticks = self._prior_sticks()
 
     # ----- shapes of the architecture (overridden by AdaptiveCNN) -----
     def _shapes(self) -> dict[str, tuple]:
@@ -178,8 +306,14 @@ class AdaptiveMLP(eqx.Module):
         return self._shapes()["w_hidden"]
 
     def _check_x(self, x):
-        if x.ndim != 2 or x.shape[-1] != self.in_features:
-            raise ValueError(f"x must have shape [batch, {self.in_features}], got {x.shape}")
+        if jnp.ndim(x) != 2 or jnp.shape(x)[-1] != self.in_features:
+            raise ValueError(expected("x", f"shape [batch, {self.in_features}]", f"shape {jnp.shape(x)}", raw=True))
+
+    def _check_xy(self, x, y):
+        self._check_x(x)
+        if jnp.shape(y) != jnp.shape(x)[:1]:
+            raise ValueError(expected("y", f"shape [{jnp.shape(x)[0]}] (one label per row of x)",
+                                      f"shape {jnp.shape(y)}", raw=True))
 
     def _features(self, x):
         return x
@@ -194,6 +328,7 @@ class AdaptiveMLP(eqx.Module):
         return _augment(h) @ w_head
 
     def _forward(self, weights, z, x, task):
+        """The network on given weights (a dict ``w_in``, ``w_hidden``, ``w_head`` of arrays) and masks."""
         h = self._input_layer(weights["w_in"], self._features(x))
 
         def layer(h, wz):
@@ -203,38 +338,22 @@ class AdaptiveMLP(eqx.Module):
         return self._head(weights["w_head"][task], h)
 
     # ----- parameters -----
-    def init(self, key) -> Params:
-        """Initial variational parameters.
+    def _prior_sticks(self):
+        return BetaSticks(jnp.full((self.truncation,), np.log(self.alpha), jnp.result_type(float)),
+                          jnp.full((self.truncation,), np.log(self.beta), jnp.result_type(float)))
+
+    def init_prior(self) -> AdaptiveMLP:
+        """The task-1 prior: a model of the same type and configuration holding the prior's values.
+
+        Weights ``N(0, prior_scale^2)``, ``gamma0 = 0``, sticks ``Beta(alpha, beta)``.
 
         Returns:
-            dict with Gaussian ``{"loc", "log_scale"}`` for ``w_in``, ``w_hidden``,
-            ``w_head``; ``gamma`` (mask logit offsets, ``mask_shape()``, zeros) and
-            ``sticks`` ``{"log_a", "log_b"}`` ``[K]`` (the prior's values).
+            the prior, same type, shapes and dtypes as ``self``.
         """
         shapes = self._shapes()
-        keys = jax.random.split(key, 3)
-        params = {}
-        for k, name in zip(keys, ("w_in", "w_hidden", "w_head")):
-            fan_in = shapes[name][-2]
-            params[name] = _gauss(k, shapes[name], self.init_scale, 1.0 / np.sqrt(fan_in))
-        params["w_head"]["loc"] = jnp.zeros_like(params["w_head"]["loc"])
-        params["gamma"] = jnp.zeros(self.mask_shape())
-        params["sticks"] = {
-            "log_a": jnp.full((self.truncation,), np.log(self.alpha), jnp.result_type(float)),
-            "log_b": jnp.full((self.truncation,), np.log(self.beta), jnp.result_type(float)),
-        }
-        return params
-
-    def init_prior(self) -> Params:
-        """The task-1 prior, with the same structure as :meth:`init`'s output."""
-        shapes = self._shapes()
-        prior = {name: _gauss_prior(shapes[name], self.prior_scale) for name in ("w_in", "w_hidden", "w_head")}
-        prior["gamma"] = jnp.zeros(self.mask_shape())
-        prior["sticks"] = {
-            "log_a": jnp.full((self.truncation,), np.log(self.alpha), jnp.result_type(float)),
-            "log_b": jnp.full((self.truncation,), np.log(self.beta), jnp.result_type(float)),
-        }
-        return prior
+        new = (jnp.zeros(self.mask_shape()), self._prior_sticks())
+        new += tuple(_gauss_prior(shapes[name], self.prior_scale) for name in ("w_head", "w_hidden", "w_in"))
+        return eqx.tree_at(lambda m: (m.gamma, m.sticks, m.w_head, m.w_hidden, m.w_in), self, new)
 
     # ----- structure -----
     def _layer_broadcast(self, v):
@@ -243,27 +362,30 @@ class AdaptiveMLP(eqx.Module):
         return v.reshape(v.shape + (1,) * extra)
 
     def mask_logits(self, log_pi, gamma):
-        """``logit(pi_k) + gamma_k`` broadcast to the mask shape."""
-        return bernoulli_process_logits(self._layer_broadcast(log_pi), gamma)
+        """``logit(pi_k) + gamma_k`` broadcast to the mask shape (``log_pi`` ``[..., K]``)."""
+        return _bernoulli_process_logits(self._layer_broadcast(log_pi), gamma)
 
-    def expected_log_pi(self, params):
+    def expected_log_pi(self):
         """``log E[pi_k] = sum_{j<=k} log(a_j / (a_j + b_j))`` under the stick posterior, ``[K]``."""
-        a = jnp.exp(params["sticks"]["log_a"])
-        b = jnp.exp(params["sticks"]["log_b"])
+        a = jnp.exp(self.sticks.log_a)
+        b = jnp.exp(self.sticks.log_b)
         return jnp.cumsum(jnp.log(a) - jnp.log(a + b))
 
-    def hard_masks(self, params, adapt=True):
+    def hard_masks(self, adapt=True):
         """Test-time masks ``1[logit(E pi_k) + gamma > 0]``, bool ``mask_shape()``.
 
         For ``adapt_structure=False``, or ``adapt`` false (may be traced), every entry is True.
         """
+        return _hard_masks_jit(self, adapt)
+
+    def _hard_masks(self, adapt=True):
         if not self.adapt_structure:
             return jnp.ones(self.mask_shape(), bool)
-        masks = self.mask_logits(self.expected_log_pi(params), params["gamma"]) > 0
+        masks = self.mask_logits(self.expected_log_pi(), self.gamma) > 0
         return masks if adapt is True else masks | ~jnp.asarray(adapt, bool)
 
     # ----- noise and ELBO -----
-    def sample_noise(self, key, params, num_samples: int):
+    def sample_noise(self, key: PRNGKeyArray, num_samples: int) -> dict[str, jax.Array]:
         """All random draws of one ELBO estimate with ``S`` samples.
 
         Returns:
@@ -281,7 +403,11 @@ class AdaptiveMLP(eqx.Module):
         interval ``(0, 1)``, normals by the inverse CDF, logistic noise as
         ``log(u / (1 - u))``, Gamma draws by Marsaglia-Tsang with 8 proposals.
         """
-        return self._noise_with_sticks(self._raw_noise(key, num_samples), params)
+        check_key(key)
+        return _sample_noise_jit(self, key, check_int(num_samples, "num_samples", 1))
+
+    def _sample_noise(self, key, num_samples: int):
+        return self._noise_with_sticks(self._raw_noise(key, num_samples))
 
     def _raw_noise(self, key, num_samples: int):
         """The parameter-free part of :meth:`sample_noise` (the gamma draws' uniforms as ``gamma_u``)."""
@@ -309,66 +435,61 @@ class AdaptiveMLP(eqx.Module):
             out["gamma_u"] = jnp.swapaxes(chunks["gamma"].reshape(parts["gamma"]), 0, 1)  # [2 * 8 + 1, 2, S, K]
         return out
 
-    def _noise_with_sticks(self, raw, params):
+    def _noise_with_sticks(self, raw):
         """:meth:`sample_noise` from :meth:`_raw_noise`: the gamma draws (both in one call, one
         implicit-gradient graph, the largest part of the compile) depend on the stick parameters."""
         out = dict(raw)
         if self.adapt_structure:
             gu = out.pop("gamma_u")
             s = gu.shape[2]
-            ab = jnp.exp(jnp.stack([params["sticks"]["log_a"], params["sticks"]["log_b"]]))[:, None, :]
+            ab = jnp.exp(jnp.stack([self.sticks.log_a, self.sticks.log_b]))[:, None, :]
             g = _gamma_from_uniforms(jnp.broadcast_to(ab, (2, s, self.truncation)), gu)
             out["g1"], out["g0"] = g[0], g[1]
         return out
 
-    def kl_gaussian(self, params, prior, task=None):
-        """Closed-form KL of the Gaussian weights (nats, scalar).
+    def kl_gaussian(self, prior: AdaptiveMLP, task=None):
+        """Closed-form KL of the Gaussian weights to ``prior``'s (nats, scalar).
 
         Shared layers always count; of the heads, only head ``task`` counts
         (all heads if ``task`` is None). Heads of other tasks get no gradient
         and keep their values.
         """
         total = 0.0
-        for name in ("w_in", "w_hidden", "w_head"):
-            q, p = params[name], prior[name]
+        for name in _WEIGHTS:
+            q, p = getattr(self, name), getattr(prior, name)
             if name == "w_head" and task is not None:
                 q = jax.tree.map(lambda v: v[task], q)
                 p = jax.tree.map(lambda v: v[task], p)
-            total = total + jnp.sum(
-                kl_normal(q["loc"], jnp.exp(q["log_scale"]), p["loc"], jnp.exp(p["log_scale"]))
-            )
+            total = total + jnp.sum(_kl_normal(q.loc, jnp.exp(q.log_scale), p.loc, jnp.exp(p.log_scale)))
         return total
 
-    def posterior_to_prior(self, prior, params, task):
-        """The prior of the next task: the posterior for shared layers and heads ``<= task``.
+    def posterior_to_prior(self, prior: AdaptiveMLP, task) -> AdaptiveMLP:
+        """The prior of the next task, ``self`` being the posterior after training ``task``.
 
-        Heads of later tasks keep their current prior (at task 1: ``N(0, s0^2)``),
-        since they have not seen data.
+        The posterior for shared layers and heads ``<= task``; heads of later tasks keep
+        their current prior (at task 1: ``N(0, s0^2)``), since they have not seen data.
 
         Args:
             prior: the prior used for ``task``.
-            params: the posterior after training ``task``.
             task: int or int32 scalar.
 
         Returns:
-            The new prior (same structure).
+            The new prior (same type and shapes).
         """
-        new = dict(params)
         trained = jnp.arange(self.num_heads) <= task
-        new["w_head"] = jax.tree.map(
-            lambda q, p: jnp.where(trained.reshape((-1,) + (1,) * (q.ndim - 1)), q, p),
-            params["w_head"], prior["w_head"],
-        )
-        return new
+        head = jax.tree.map(
+            lambda q, p: jnp.where(trained.reshape((-1,) + (1,) * (q.ndim - 1)), q, p), self.w_head, prior.w_head)
+        return eqx.tree_at(lambda m: m.w_head, self, head)
 
-    def kl_sticks(self, params, prior):
-        """Closed-form ``sum_k KL(Beta(a_k, b_k) || Beta(a0_k, b0_k))`` (nats, scalar)."""
+    def kl_sticks(self, prior: AdaptiveMLP):
+        """Closed-form ``sum_k KL(Beta(a_k, b_k) || Beta(a0_k, b0_k))`` to ``prior``'s sticks (nats, scalar)."""
         if not self.adapt_structure:
             return 0.0
-        q, p = params["sticks"], prior["sticks"]
-        return jnp.sum(kl_beta(jnp.exp(q["log_a"]), jnp.exp(q["log_b"]), jnp.exp(p["log_a"]), jnp.exp(p["log_b"])))
+        q, p = self.sticks, prior.sticks
+        return jnp.sum(_kl_beta(jnp.exp(q.log_a), jnp.exp(q.log_b), jnp.exp(p.log_a), jnp.exp(p.log_b)))
 
-    def elbo(self, params, prior, key, x, y, task, num_data, num_samples: int = 1, kl_weight=1.0, adapt=True):
+    def elbo(self, key: PRNGKeyArray, prior: AdaptiveMLP, x, y, task, num_data, num_samples: int = 1,
+             kl_weight=1.0, adapt=True):
         """ELBO per datum with ``S`` Monte Carlo samples ``vmap``-ed.
 
         ``ELBO = (N / B) sum_b E_q[log p(y_b | x_b, W, Z)] - KL(q(W) || p(W))
@@ -376,14 +497,14 @@ class AdaptiveMLP(eqx.Module):
         the first and last terms are estimated with the same ``S`` samples.
 
         Args:
-            params: variational parameters (:meth:`init`).
-            prior: prior parameters (:meth:`init_prior` or a previous posterior).
-            key: PRNG key.
+            key: PRNG key of the draws (:meth:`sample_noise`).
+            prior: the prior, a model of the same configuration (:meth:`init_prior` or a
+                previous posterior).
             x: inputs ``[B, D]`` float (images ``[B, H, W, C]`` for the CNN).
             y: labels ``[B]`` int in ``[0, C)``.
             task: head index (int or int32 scalar).
             num_data: ``N``, the size of the task's training set (scales the likelihood).
-            num_samples: ``S`` (static int).
+            num_samples: ``S`` (static int >= 1).
             kl_weight: multiplies the KL terms (1 = the ELBO).
             adapt: structure adaptation on (default). A false value, which may be
                 traced, gives plain VCL (all masks 1, no depth or mask KL; the
@@ -391,50 +512,65 @@ class AdaptiveMLP(eqx.Module):
                 function as the adaptive method.
 
         Returns:
-            ``(elbo_per_datum, aux)``, aux a dict with ``loglik`` (mean per datum),
-            ``kl`` (total, nats) and ``accuracy`` (of the sampled networks).
+            ``(elbo_per_datum, aux)`` (nats per datum), aux a dict with ``loglik`` (mean
+            per datum), ``kl`` (total, nats) and ``accuracy`` (of the sampled networks).
+
+        Raises:
+            ValueError / TypeError: ``x``/``y`` shapes, ``num_samples`` or ``key``.
+
+        References:
+            Thapa & Li, ICML 2024, eq. (7) (the relaxed ELBO); Nguyen et al., ICLR 2018, eq. (4).
         """
-        self._check_x(x)
-        if y.shape != x.shape[:1]:
-            raise ValueError(f"y must have shape [{x.shape[0]}] (one label per row of x), got {y.shape}")
+        check_key(key)
+        self._check_xy(x, y)
+        _check_model(prior, "prior")
+        return _elbo_jit(self, key, prior, x, y, task, num_data, check_int(num_samples, "num_samples", 1),
+                         kl_weight, adapt)
+
+    def _elbo(self, key, prior, x, y, task, num_data, num_samples: int = 1, kl_weight=1.0, adapt=True):
         # materialise the draws: otherwise XLA fuses the generator (threefry, erf_inv) into each consumer
         # and recomputes it in the forward and the backward pass (19.0 -> 12.5 ms per SVI step at the
         # default benchmark size, 2 cores)
-        noise = self._noise_with_sticks(jax.lax.optimization_barrier(self._raw_noise(key, num_samples)), params)
-        return self.elbo_from_noise(params, prior, noise, x, y, task, num_data, kl_weight, adapt)
+        noise = self._noise_with_sticks(jax.lax.optimization_barrier(self._raw_noise(key, num_samples)))
+        return self._elbo_from_noise(prior, noise, x, y, task, num_data, kl_weight, adapt)
 
-    def elbo_from_noise(self, params, prior, noise, x, y, task, num_data, kl_weight=1.0, adapt=True):
-        """:meth:`elbo` with the draws of :meth:`sample_noise` given explicitly.
+    def elbo_from_noise(self, prior: AdaptiveMLP, noise, x, y, task, num_data, kl_weight=1.0, adapt=True):
+        """:meth:`elbo` with the draws of :meth:`sample_noise` given explicitly (deterministic).
 
         The per-sample weights and relaxed masks are formed for all ``S`` samples
         at once (elementwise); the network's forward pass is ``vmap``-ed over the
-        samples. Parameters enter through :func:`_tile_samples`, whose gradient
+        samples. Parameters enter through a broadcast whose gradient
         sums over the samples with a matrix product: XLA's CPU reduction over a
         leading axis of ``[S, K, W + 1, W]`` took 1.0-1.5 ms at ``S = 10, K = 5,
         W = 64`` against 0.05 ms for the product (2 cores), and it dominated
         the backward pass.
         """
+        self._check_xy(x, y)
+        _check_model(prior, "prior")
+        return _elbo_from_noise_jit(self, prior, noise, x, y, task, num_data, kl_weight, adapt)
+
+    def _elbo_from_noise(self, prior, noise, x, y, task, num_data, kl_weight=1.0, adapt=True):
         structured = self.adapt_structure
         s = noise["eps_in"].shape[0]
-        scale = {n: jnp.exp(params[n]["log_scale"]) for n in ("w_in", "w_hidden", "w_head")}
+        scale = {n: jnp.exp(getattr(self, n).log_scale) for n in _WEIGHTS}
 
         def sampled(loc, sd, eps):
             return _tile_samples(loc, s) + _tile_samples(sd, s) * eps
 
-        w_in = sampled(params["w_in"]["loc"], scale["w_in"], noise["eps_in"])
-        w_hidden = sampled(params["w_hidden"]["loc"], scale["w_hidden"], noise["eps_hidden"])
-        w_head = sampled(params["w_head"]["loc"][task], scale["w_head"][task], noise["eps_head"])
+        w_in = sampled(self.w_in.loc, scale["w_in"], noise["eps_in"])
+        w_hidden = sampled(self.w_hidden.loc, scale["w_hidden"], noise["eps_hidden"])
+        w_head = sampled(self.w_head.loc[task], scale["w_head"][task], noise["eps_head"])
         if structured:
             g1, g0 = noise["g1"], noise["g0"]
             tiny = jnp.finfo(g1.dtype).tiny
             log_nu = jnp.log(jnp.maximum(g1, tiny)) - jnp.log(jnp.maximum(g1 + g0, tiny))
             log_pi = jnp.cumsum(log_nu, axis=-1)  # [S, K] log stick-breaking weights, no underflow
             logistic = noise["logistic"]
-            q_logits = self.mask_logits(log_pi, _tile_samples(params["gamma"], s))
+            q_logits = self.mask_logits(log_pi, _tile_samples(self.gamma, s))
             z = jax.nn.sigmoid((q_logits + logistic) / self.temperature)
-            kl_z = self._mask_kl_sum(log_pi, q_logits, params["gamma"], prior["gamma"], logistic,
+            kl_z = self._mask_kl_sum(log_pi, q_logits, self.gamma, prior.gamma, logistic,
                                      noise.get("logistic_u")) / s
-            kl_z = kl_z + self.kl_sticks(params, prior)
+            kl_z = kl_z + self.kl_sticks(prior)
             if adapt is not True:
                 on = jnp.asarray(adapt, bool)
                 z = jnp.where(on, z, jnp.ones_like(z))
@@ -451,7 +587,7 @@ class AdaptiveMLP(eqx.Module):
             return jnp.mean(ll), acc
 
         ll, acc = jax.vmap(one_sample)(w_in, w_hidden, w_head, z)
-        kl = self.kl_gaussian(params, prior, task) + kl_z
+        kl = self.kl_gaussian(prior, task) + kl_z
         loglik = jnp.mean(ll)
         elbo = loglik - kl_weight * kl / num_data
         return elbo, {"loglik": loglik, "kl": kl, "accuracy": jnp.mean(acc)}
@@ -482,22 +618,26 @@ class AdaptiveMLP(eqx.Module):
         return jnp.sum(_kl_relaxed_from_noise(logistic, q_logits, p_logits, self.temperature, self.prior_temperature))
 
     # ----- prediction -----
-    def predict_logits(self, params, masks, x, task):
+    def predict_logits(self, masks, x, task):
         """Test-time logits with posterior-mean weights and hard masks.
 
         Args:
-            params: variational parameters.
-            masks: bool ``mask_shape()`` (e.g. the masks stored for the task).
-            x: inputs ``[B, ...]``.
-            task: head index.
+            masks: bool ``mask_shape()`` (e.g. the masks stored for the task, :meth:`hard_masks`).
+            x: inputs ``[B, ...]`` float.
+            task: head index (int or int32 scalar).
 
         Returns:
-            logits ``[B, C]``.
+            logits ``[B, C]`` float.
+
+        Raises:
+            ValueError: ``x`` or ``masks`` of the wrong shape.
         """
         self._check_x(x)
-        if tuple(masks.shape) != tuple(self.mask_shape()):
-            raise ValueError(f"masks must have shape {self.mask_shape()}, got {tuple(masks.shape)}")
-        weights = {n: params[n]["loc"] for n in ("w_in", "w_hidden", "w_head")}
+        check_shape(masks, "masks", self.mask_shape())
+        return _predict_logits_jit(self, masks, x, task)
+
+    def _predict_logits(self, masks, x, task):
+        weights = {n: getattr(self, n).loc for n in _WEIGHTS}
         return self._forward(weights, masks.astype(x.dtype), x, task)
 
     def layer_active(self, masks):
@@ -513,7 +653,18 @@ class AdaptiveCNN(AdaptiveMLP):
     with masks ``z_k`` ``[width]`` on output channels, global average pooling and
     task heads. Inputs are images ``[batch, H, W, in_channels]``; ``in_features``
     is ``in_channels``. Weight tensors are stored flattened as ``[9 * C_in + 1, C_out]``
-    (HWIO then the bias row), so every method of :class:`AdaptiveMLP` applies.
+    (HWIO then the bias row), so every method of :class:`AdaptiveMLP` applies. The
+    constructor's arguments are :class:`AdaptiveMLP`'s.
+
+    References:
+        Thapa & Li, "Bayesian Adaptation of Network Depth and Width for Continual
+        Learning", ICML 2024, Sec. 3 and appendix (convolutional variant).
+
+    Examples:
+        >>> import jax
+        >>> cnn = AdaptiveCNN(1, 4, 2, 1, 3, key=jax.random.key(0))
+        >>> cnn.w_in.loc.shape, cnn.mask_shape()
+        ((10, 4), (2, 4))
     """
 
     def _shapes(self):
@@ -529,10 +680,12 @@ class AdaptiveCNN(AdaptiveMLP):
         return (self.truncation, self.width)
 
     def _check_x(self, x):
-        if not ((x.ndim == 4 and x.shape[-1] == self.in_features) or (x.ndim == 2 and x.shape[-1] % self.in_features == 0)):
-            raise ValueError(
-                f"x must have shape [batch, H, W, {self.in_features}] or flattened [batch, H*W*{self.in_features}], "
-                f"got {x.shape}")
+        shape = jnp.shape(x)
+        if not ((len(shape) == 4 and shape[-1] == self.in_features)
+                or (len(shape) == 2 and shape[-1] % self.in_features == 0)):
+            raise ValueError(expected(
+                "x", f"shape [batch, H, W, {self.in_features}] or flattened [batch, H*W*{self.in_features}]",
+                f"shape {shape}", raw=True))
 
     def _features(self, x):
         if x.ndim == 2:  # flattened square images [B, side * side * C]
@@ -564,40 +717,156 @@ class AdaptiveCNN(AdaptiveMLP):
         return _augment(jnp.mean(h, axis=(1, 2))) @ w_head
 
 
-class FitState(eqx.Module):
-    """State of :func:`fit`: variational parameters and the optax state."""
+# one compiled program per public method (the model is a pytree argument: its configuration selects
+# the compilation, its arrays are traced)
+_hard_masks_jit = eqx.filter_jit(lambda model, adapt: model._hard_masks(adapt))
+_sample_noise_jit = eqx.filter_jit(lambda model, key, num_samples: model._sample_noise(key, num_samples))
+_elbo_jit = eqx.filter_jit(lambda model, *args: model._elbo(*args))
+_elbo_from_noise_jit = eqx.filter_jit(lambda model, *args: model._elbo_from_noise(*args))
+_predict_logits_jit = eqx.filter_jit(lambda model, *args: model._predict_logits(*args))
+
+
+# ----------------------------------------------------------------------------- inference
+
+
+class FitState(NamedTuple):
+    """State of :func:`fit` and of the step of :func:`make_svi_step`.
+
+    Attributes:
+        params: the variational posterior, an :class:`AdaptiveMLP` (or CNN).
+        opt_state: the optax state of ``params``.
+    """
 
     params: Any
     opt_state: Any
 
 
-def make_svi_step(model: AdaptiveMLP, optimizer: optax.GradientTransformation, num_samples: int, kl_weight=1.0,
-                  adapt=True):
-    """One stochastic variational step: ELBO gradient with ``S`` vmapped samples + optax update.
+class SVIStepResult(NamedTuple):
+    """Output of one step of :func:`make_svi_step`.
 
-    Returns:
-        ``step(state, prior, key, x, y, task, num_data) -> (state, loss)`` with
-        ``loss = -ELBO / N`` (nats per datum); pure and ``jit``-able.
+    Attributes:
+        state: the updated :class:`FitState`.
+        loss: ``-ELBO / N`` at the step's parameters before the update (nats per datum), scalar.
+        grads: the gradient of ``loss`` with respect to the parameters (same pytree as the model).
     """
-    num_samples = _check_int("num_samples", num_samples, 1)
 
-    def loss_fn(params, prior, key, x, y, task, num_data):
-        elbo, aux = model.elbo(params, prior, key, x, y, task, num_data, num_samples, kl_weight, adapt)
+    state: FitState
+    loss: Float[Array, ""]
+    grads: Any
+
+
+class FitResult(NamedTuple):
+    """Output of :func:`fit`.
+
+    Attributes:
+        params: the fitted variational posterior (same type as the initial model).
+        opt_state: the final optax state (continue training with :func:`make_svi_step`).
+        losses: ``[num_steps]`` float, the history of ``-ELBO / N`` (nats per datum) at each
+            step's minibatch, before that step's update.
+    """
+
+    params: Any
+    opt_state: Any
+    losses: Float[Array, " num_steps"]
+
+
+def _svi_step(optimizer, num_samples, kl_weight, adapt, key, state, prior, x, y, task, num_data):
+    """The SVI step's computation (traced inside :func:`make_svi_step`'s program and :func:`fit`'s scan)."""
+
+    def loss_fn(params):
+        elbo, aux = params._elbo(key, prior, x, y, task, num_data, num_samples, kl_weight, adapt)
         return -elbo, aux
 
-    def step(state: FitState, prior, key, x, y, task, num_data):
-        (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, prior, key, x, y, task, num_data)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        return FitState(optax.apply_updates(state.params, updates), opt_state), loss
+    (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+    return SVIStepResult(FitState(optax.apply_updates(state.params, updates), opt_state), loss, grads)
 
+
+_svi_step_jit = eqx.filter_jit(_svi_step)
+
+
+def make_svi_step(optimizer: optax.GradientTransformation, num_samples: int, kl_weight=1.0, adapt=True):
+    """One stochastic variational step: ELBO gradient with ``S`` vmapped samples + optax update.
+
+    ``loss = -ELBO / N`` (:meth:`AdaptiveMLP.elbo`), its gradient by ``jax.value_and_grad``,
+    then ``optimizer.update`` and ``optax.apply_updates``. The returned step runs one
+    compiled program (compiled once per step function and argument shapes; Python
+    ``task`` / ``num_data`` values are compile-time constants, arrays are traced).
+
+    Args:
+        optimizer: an optax gradient transformation (e.g. ``optax.adam(1e-3)``).
+        num_samples: ``S``, Monte Carlo samples per ELBO estimate (static int >= 1).
+        kl_weight: KL multiplier (1 = the ELBO); float or traced scalar.
+        adapt: structure adaptation switch (see :meth:`AdaptiveMLP.elbo`); bool or traced.
+
+    Returns:
+        ``step(key, state, prior, x, y, task, num_data) -> SVIStepResult`` with ``state`` a
+        :class:`FitState` (``FitState(model, optimizer.init(model))`` to start), ``prior`` a model,
+        ``x`` ``[B, D]``, ``y`` ``[B]`` int, ``task`` the head index and ``num_data`` the task's
+        training-set size ``N``.
+
+    Raises:
+        TypeError / ValueError: ``num_samples`` not an int >= 1, ``optimizer`` not an optax
+            transformation; the step raises for a bad key or shapes.
+
+    References:
+        Thapa & Li, ICML 2024, Sec. 3.3 (training); Kingma & Ba, "Adam", ICLR 2015.
+
+    Examples:
+        >>> import jax, optax
+        >>> model = AdaptiveMLP(3, 4, 2, 1, 2, key=jax.random.key(0))
+        >>> opt = optax.adam(1e-2)
+        >>> step = make_svi_step(opt, num_samples=2)
+        >>> x, y = jax.numpy.ones((6, 3)), jax.numpy.array([0, 1, 0, 1, 0, 1])
+        >>> out = step(jax.random.key(1), FitState(model, opt.init(model)), model.init_prior(), x, y, 0, 6.0)
+        >>> out.loss.shape, type(out.state.params).__name__
+        ((), 'AdaptiveMLP')
+    """
+    num_samples = check_int(num_samples, "num_samples", 1)
+    if not isinstance(optimizer, optax.GradientTransformation):
+        raise TypeError(expected("optimizer", "an optax.GradientTransformation", type(optimizer).__name__, raw=True))
+
+    def step(key, state, prior, x, y, task, num_data):
+        check_key(key)
+        _check_model(state.params, "state.params")
+        _check_model(prior, "prior")
+        state.params._check_xy(x, y)
+        return _svi_step_jit(optimizer, num_samples, kl_weight, adapt, key, state, prior, x, y, task, num_data)
+
+    step.__doc__ = (f"One SVI step (S = {num_samples}): ``step(key, state, prior, x, y, task, num_data) -> "
+                    "SVIStepResult``; see :func:`jaxcore.bnp.make_svi_step`.")
     return step
 
 
+def _fit(key, params, prior, x, y, num_valid, task, learning_rate, kl_weight, adapt, num_steps, batch_size,
+         num_samples, progress):
+    optimizer = optax.flatten(optax.adam(learning_rate))  # one flat moment vector: ~1 s less compile per fit
+    state = FitState(params, optimizer.init(params))
+    num_valid_f = jnp.asarray(num_valid, jnp.float32)
+    prog = Progress(progress, num_steps, "bnp.fit")
+
+    def body(state, inp):
+        i, k = inp if prog.enabled else (None, inp)
+        kb, ks = jax.random.split(k)
+        idx = jax.random.randint(kb, (batch_size,), 0, num_valid)
+        out = _svi_step(optimizer, num_samples, kl_weight, adapt, ks, state, prior, x[idx], y[idx], task,
+                        num_valid_f)
+        prog.update(i, {"loss": out.loss})
+        return out.state, out.loss
+
+    keys = jax.random.split(key, num_steps)
+    # the step index is a scan input only when it is reported (without progress the program is unchanged)
+    state, losses = jax.lax.scan(body, state, (jnp.arange(num_steps), keys) if prog.enabled else keys)
+    return FitResult(state.params, state.opt_state, losses)
+
+
+_fit_jit = eqx.filter_jit(_fit)
+
+
 def fit(
-    model: AdaptiveMLP,
-    params,
-    prior,
-    key,
+    key: PRNGKeyArray,
+    params: AdaptiveMLP,
+    prior: AdaptiveMLP,
     x,
     y,
     num_valid,
@@ -606,52 +875,70 @@ def fit(
     num_steps: int,
     batch_size: int,
     num_samples: int = 4,
-    learning_rate: float = 1e-3,
+    learning_rate=1e-3,
     kl_weight=1.0,
     adapt=True,
-):
-    """Maximise the ELBO of one task with Adam over random minibatches (a ``lax.scan``).
+    progress: bool | Any = False,
+) -> FitResult:
+    """Maximise the ELBO of one task with Adam over random minibatches (one compiled ``lax.scan``).
+
+    Each step draws ``batch_size`` rows uniformly from the first ``num_valid`` rows and takes
+    one SVI step (:func:`make_svi_step`) on ``-ELBO / N`` with ``N = num_valid``.
 
     Args:
-        model: the network configuration.
-        params: initial variational parameters (e.g. the previous posterior).
+        key: PRNG key (minibatches and Monte Carlo draws).
+        params: the initial variational posterior (a new model, or the previous posterior).
         prior: the prior (the previous posterior, or :meth:`AdaptiveMLP.init_prior`).
-        key: PRNG key.
-        x: padded training inputs ``[N_max, ...]``; y: labels ``[N_max]`` int.
-        num_valid: number of real rows ``N <= N_max`` (rows past it are padding).
-        task: head index.
-        num_steps, batch_size, num_samples: static ints.
+        x: padded training inputs ``[N_max, ...]`` float; y: labels ``[N_max]`` int.
+        num_valid: number of real rows ``N <= N_max`` (rows past it are padding); int or traced.
+        task: head index; int or traced int32.
+        num_steps: optimiser steps (static int >= 1).
+        batch_size: examples per minibatch (static int >= 1).
+        num_samples: Monte Carlo samples ``S`` per ELBO estimate (static int >= 1).
         learning_rate: Adam step size; may be traced.
         kl_weight: KL multiplier (1 = ELBO); may be traced.
         adapt: structure adaptation switch (see :meth:`AdaptiveMLP.elbo`); may be traced.
+        progress: ``False`` (default), ``True`` (a progress bar) or ``fn(step, {"loss": ...})``.
 
     Returns:
-        ``(params, losses)``: fitted parameters and ``[num_steps]`` losses (-ELBO per datum).
+        :class:`FitResult` ``(params, opt_state, losses)``; ``losses`` ``[num_steps]`` is the
+        history of ``-ELBO / N`` (nats per datum).
 
     Raises:
-        ValueError / TypeError: ``num_steps`` or ``batch_size`` not a positive int, ``y`` not one
-            label per row of ``x``, or a concrete ``num_valid`` outside ``[1, N_max]``.
+        ValueError / TypeError: ``num_steps``, ``batch_size`` or ``num_samples`` not a positive int,
+            ``y`` not one label per row of ``x``, a concrete ``num_valid`` outside ``[1, N_max]``,
+            a bad key or progress.
+
+    References:
+        Thapa & Li, ICML 2024, Sec. 3.3; Kingma & Ba, "Adam", ICLR 2015.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> model = AdaptiveMLP(2, 4, 2, 1, 2, key=jax.random.key(0))
+        >>> x = jax.random.normal(jax.random.key(1), (32, 2)); y = (x[:, 0] > 0).astype(jnp.int32)
+        >>> res = fit(jax.random.key(2), model, model.init_prior(), x, y, 32, 0, num_steps=5, batch_size=8)
+        >>> res.losses.shape
+        (5,)
     """
-    num_steps = _check_int("num_steps", num_steps, 1)
-    batch_size = _check_int("batch_size", batch_size, 1)
+    check_key(key)
+    _check_model(params, "params")
+    _check_model(prior, "prior")
+    num_steps = check_int(num_steps, "num_steps", 1)
+    batch_size = check_int(batch_size, "batch_size", 1)
+    num_samples = check_int(num_samples, "num_samples", 1)
+    progress = check_progress(progress)
     if jnp.ndim(x) < 1 or jnp.shape(y) != jnp.shape(x)[:1]:
-        raise ValueError(f"y must have shape [N_max] (one label per row of x {jnp.shape(x)}), got {jnp.shape(y)}")
-    try:
-        n_valid = int(num_valid)
-    except (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError, TypeError):
-        n_valid = None  # traced (inside jit/vmap): not checked here
-    if n_valid is not None:
-        if not 1 <= n_valid <= jnp.shape(x)[0]:
-            raise ValueError(f"num_valid must be in [1, {jnp.shape(x)[0]}] (rows of x), got {n_valid}")
-    optimizer = optax.flatten(optax.adam(learning_rate))  # one flat moment vector: ~1 s less compile per fit
-    step = make_svi_step(model, optimizer, num_samples, kl_weight, adapt)
-    state = FitState(params, optimizer.init(params))
-    num_valid_f = jnp.asarray(num_valid, jnp.float32)
-
-    def body(state, k):
-        kb, ks = jax.random.split(k)
-        idx = jax.random.randint(kb, (batch_size,), 0, num_valid)
-        return step(state, prior, ks, x[idx], y[idx], task, num_valid_f)
-
-    state, losses = jax.lax.scan(body, state, jax.random.split(key, num_steps))
-    return state.params, losses
+        raise ValueError(expected("y", f"shape [N_max] (one label per row of x {jnp.shape(x)})",
+                                  f"shape {jnp.shape(y)}", raw=True))
+    if is_concrete(num_valid):
+        if np.ndim(num_valid) != 0:
+            raise ValueError(expected("num_valid", "a scalar", f"shape {np.shape(num_valid)}", raw=True))
+        check_int(int(np.asarray(num_valid)), "num_valid", 1, jnp.shape(x)[0])
+    if not isinstance(learning_rate, jax.Array):
+        learning_rate = jnp.asarray(check_scalar(learning_rate, "learning_rate", positive=True), jnp.float32)
+    if not isinstance(kl_weight, jax.Array):
+        kl_weight = jnp.asarray(check_scalar(kl_weight, "kl_weight", nonnegative=True), jnp.float32)
+    num_valid = jnp.asarray(num_valid, jnp.int32)
+    task = jnp.asarray(task, jnp.int32)
+    return _fit_jit(key, params, prior, x, y, num_valid, task, learning_rate, kl_weight, adapt, num_steps,
+                    batch_size, num_samples, progress)

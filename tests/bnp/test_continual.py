@@ -2,6 +2,7 @@
 
 from types import SimpleNamespace
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,7 +26,7 @@ def test_average_accuracy_and_backward_transfer_hand_built():
     # BWT = ((0.5 - 0.9) + (0.6 - 0.8)) / 2
     np.testing.assert_allclose(backward_transfer(acc), -0.3, rtol=1e-6)
     np.testing.assert_allclose(backward_transfer(jnp.stack([acc, acc])), [-0.3, -0.3], rtol=1e-6)
-    with pytest.raises(ValueError, match="at least 2 tasks"):
+    with pytest.raises(ValueError, match="acc: expected .* at least 2 tasks"):
         backward_transfer(jnp.ones((1, 1)))
 
 
@@ -44,7 +45,7 @@ def test_active_depth_and_fraction_hand_built():
     c = np.array([[1, 0], [0, 0], [0, 1]], bool)
     assert int(active_depth(c, layer_ndim=1)) == 3
     np.testing.assert_allclose(active_fraction(c, layer_ndim=1), 2 / 6)
-    with pytest.raises(ValueError, match="at least 3 axes"):
+    with pytest.raises(ValueError, match="masks: expected .* at least 3 axes"):
         active_depth(np.ones((2, 2), bool))
 
 
@@ -77,11 +78,11 @@ def planted_two_task_problem(seed=0, n=400, d=10):
 @pytest.mark.slow
 def test_finetuning_forgets_more_than_the_method_on_planted_problem():
     tasks = planted_two_task_problem()
-    model = AdaptiveMLP(10, 8, 2, 2, 2, init_scale=0.05)
+    model = AdaptiveMLP(10, 8, 2, 2, 2, init_scale=0.05, key=jax.random.key(3))  # its arrays are not used
     cfg = ContinualConfig(num_steps=300, batch_size=64, num_samples=2, learning_rate=2e-2)
     keys = jax.random.split(jax.random.key(0), 2)
-    ft = run_continual("finetune", model, tasks, keys, cfg)
-    ours = run_continual("adaptive", model, tasks, keys, cfg)
+    ft = run_continual(keys, "finetune", model, tasks, cfg)
+    ours = run_continual(keys, "adaptive", model, tasks, cfg)
     bwt_ft = np.asarray(backward_transfer(ft.accuracy))
     bwt_ours = np.asarray(backward_transfer(ours.accuracy))
     # both learn the first task; fine-tuning loses more of it
@@ -93,8 +94,17 @@ def test_finetuning_forgets_more_than_the_method_on_planted_problem():
 
 def test_run_continual_rejects_bad_input():
     tasks = planted_two_task_problem(n=8)
-    model = AdaptiveMLP(10, 4, 1, 2, 2)
-    with pytest.raises(ValueError, match="method"):
-        run_continual("sgd", model, tasks, jax.random.split(jax.random.key(0), 1))
+    model = _template(10, 4, 1, 2, 2)
+    keys = jax.random.split(jax.random.key(0), 1)
+    with pytest.raises(ValueError, match="method: expected one of"):
+        run_continual(keys, "sgd", model, tasks)
     with pytest.raises(ValueError, match="in_features"):
-        run_continual("finetune", AdaptiveMLP(7, 4, 1, 2, 2), tasks, jax.random.split(jax.random.key(0), 1))
+        run_continual(keys, "finetune", _template(7, 4, 1, 2, 2), tasks)
+    with pytest.raises(TypeError, match="keys: expected"):
+        run_continual(0, "finetune", model, tasks)
+    with pytest.raises(ValueError, match="config.num_steps: expected"):
+        run_continual(keys, "finetune", model, tasks, ContinualConfig(num_steps=0))
+
+
+def _template(*args):
+    return eqx.filter_eval_shape(lambda k: AdaptiveMLP(*args, key=k), jax.random.key(0))

@@ -1,21 +1,32 @@
 """The structure-adaptive Bayesian MLP/CNN: ELBO, its gradient, masks, residual identity."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
-from jaxcore.bnp.model import AdaptiveCNN, AdaptiveMLP, fit
+from jaxcore.bnp import model as model_module
+from jaxcore.bnp.model import AdaptiveCNN, AdaptiveMLP, FitResult, FitState, SVIStepResult, fit, make_svi_step
 
 
-# jitted: eager sampling would compile each of its many small operations separately
-_sample_noise = jax.jit(lambda model, key, params, s: model.sample_noise(key, params, s), static_argnums=(0, 3))
-_init = jax.jit(lambda model, key: model.init(key), static_argnums=0)
-_init_prior = jax.jit(lambda model: model.init_prior(), static_argnums=0)
+def _sample_noise(model, key, params, s):
+    return params.sample_noise(key, s)
+
+
+# one compilation per configuration: the model's arrays are traced arguments
+_init = eqx.filter_jit(lambda model, key: model_module._rebuild(model, key))
+_init_prior = eqx.filter_jit(lambda model: model.init_prior())
 
 
 def _mlp(**kw):
-    return AdaptiveMLP(6, 8, 3, 2, 3, **kw)
+    """The architecture as a shape template (no arrays computed); ``_init`` builds the network."""
+    return eqx.filter_eval_shape(lambda k: AdaptiveMLP(6, 8, 3, 2, 3, key=k, **kw), jax.random.key(0))
+
+
+def _set(model, where, value):
+    return eqx.tree_at(where, model, value)
 
 
 def _data(key, n=16, d=6, c=3):
@@ -31,8 +42,8 @@ def test_elbo_and_gradient_finite(key, tau):
     @jax.jit
     def value_and_grad(gamma):
         params = _init(model, key)
-        params["gamma"] = params["gamma"] + gamma
-        f = lambda p: model.elbo(p, _init_prior(model), jax.random.key(2), x, y, 1, 100.0, 4)[0]
+        params = _set(params, lambda m: m.gamma, params.gamma + gamma)
+        f = lambda p: p.elbo(jax.random.key(2), _init_prior(model), x, y, 1, 100.0, 4)[0]
         return jax.value_and_grad(f)(params)
 
     for gamma in (-30.0, 0.0, 30.0):
@@ -40,21 +51,21 @@ def test_elbo_and_gradient_finite(key, tau):
         assert np.isfinite(v)
         assert all(np.all(np.isfinite(np.asarray(l))) for l in jax.tree.leaves(g))
         if gamma == 0.0:  # masks not saturated: the sticks and gamma get a gradient from the data term
-            assert float(jnp.abs(g["gamma"]).max()) > 0 and float(jnp.abs(g["sticks"]["log_a"]).max()) > 0
+            assert float(jnp.abs(g.gamma).max()) > 0 and float(jnp.abs(g.sticks.log_a).max()) > 0
 
 
 @pytest.mark.slow
 def test_cnn_elbo_and_gradient_finite(key):
-    model = AdaptiveCNN(1, 4, 2, 2, 3, temperature=0.1, prior_temperature=0.1)
-    params = _init(model, key)
+    model = AdaptiveCNN(1, 4, 2, 2, 3, temperature=0.1, prior_temperature=0.1, key=key)
+    params = model
     x = jax.random.uniform(jax.random.key(1), (5, 8, 8, 1))
     y = jnp.array([0, 1, 2, 0, 1])
-    v, g = jax.jit(jax.value_and_grad(lambda p: model.elbo(p, _init_prior(model), key, x, y, 0, 50.0, 3)[0]))(params)
+    v, g = jax.jit(jax.value_and_grad(lambda p: p.elbo(key, _init_prior(model), x, y, 0, 50.0, 3)[0]))(params)
     assert np.isfinite(v) and all(np.all(np.isfinite(np.asarray(l))) for l in jax.tree.leaves(g))
     # flattened images are accepted too
-    v2 = jax.jit(lambda p: model.elbo(p, _init_prior(model), key, x.reshape(5, 64), y, 0, 50.0, 3)[0])(params)
+    v2 = jax.jit(lambda p: p.elbo(key, _init_prior(model), x.reshape(5, 64), y, 0, 50.0, 3)[0])(params)
     np.testing.assert_allclose(v, v2, rtol=1e-6)
-    assert model.hard_masks(params).shape == (2, 4)
+    assert params.hard_masks().shape == (2, 4)
 
 
 def test_vmapped_samples_equal_average_of_single_samples(key):
@@ -63,40 +74,35 @@ def test_vmapped_samples_equal_average_of_single_samples(key):
     prior = _init_prior(model)
     x, y = _data(jax.random.key(3))
     noise = _sample_noise(model, jax.random.key(4), params, 3)
-    ef = jax.jit(lambda nz: model.elbo_from_noise(params, prior, nz, x, y, 0, 50.0)[0])
+    ef = jax.jit(lambda nz: params.elbo_from_noise(prior, nz, x, y, 0, 50.0)[0])
     full = ef(noise)
     singles = [ef(jax.tree.map(lambda a: a[s:s + 1], noise)) for s in range(3)]
     np.testing.assert_allclose(full, np.mean(singles), rtol=1e-5)
-    e = jax.jit(lambda p: model.elbo(p, prior, jax.random.key(4), x, y, 0, 50.0, 3)[0])(params)
+    e = jax.jit(lambda p: p.elbo(jax.random.key(4), prior, x, y, 0, 50.0, 3)[0])(params)
     np.testing.assert_allclose(e, full, rtol=1e-6)
 
 
 def test_elbo_gradient_matches_finite_differences(x64, key):
     model = _mlp()
     params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), _init(model, key))
-    params["gamma"] = params["gamma"] + 0.3
+    params = _set(params, lambda m: m.gamma, params.gamma + 0.3)
     prior = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), _init_prior(model))
     x, y = _data(jax.random.key(5))
     x = x.astype(jnp.float64)
     noise = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), _sample_noise(model, jax.random.key(6), params, 2))
     # one compilation: the finite differences read the value of the same value-and-gradient function
-    vg = jax.jit(jax.value_and_grad(lambda p: model.elbo_from_noise(p, prior, noise, x, y, 1, 40.0)[0]))
+    vg = jax.jit(jax.value_and_grad(lambda p: p.elbo_from_noise(prior, noise, x, y, 1, 40.0)[0]))
     f = lambda p: vg(p)[0]  # noqa: E731
     g = vg(params)[1]
     eps = 1e-6
     for path in [("w_in", "loc", (2, 3)), ("w_hidden", "log_scale", (1, 4, 5)), ("gamma", None, (0, 8, 7)),
                  ("w_head", "loc", (1, 8, 2)), ("w_head", "log_scale", (1, 3, 0))]:
         name, field, idx = path
+        where = (lambda m: getattr(m, name)) if field is None else (lambda m: getattr(getattr(m, name), field))
         def bump(d):
-            p = jax.tree.map(lambda a: a, params)
-            if field is None:
-                p[name] = p[name].at[idx].add(d)
-            else:
-                p[name] = dict(p[name])
-                p[name][field] = p[name][field].at[idx].add(d)
-            return f(p)
+            return f(_set(params, where, where(params).at[idx].add(d)))
         fd = (bump(eps) - bump(-eps)) / (2 * eps)
-        got = g[name][idx] if field is None else g[name][field][idx]
+        got = where(g)[idx]
         np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-9)
 
 
@@ -105,40 +111,40 @@ def test_zero_masks_make_hidden_layers_identity(key):
     params = _init(model, key)
     x, _ = _data(jax.random.key(7))
     zero = jnp.zeros(model.mask_shape(), bool)
-    out = model.predict_logits(params, zero, x, 1)
-    w_in, w_head = params["w_in"]["loc"], params["w_head"]["loc"][1]
+    out = params.predict_logits(zero, x, 1)
+    w_in, w_head = params.w_in.loc, params.w_head.loc[1]
     h = jax.nn.relu(jnp.concatenate([x, jnp.ones((x.shape[0], 1))], 1) @ w_in)
     np.testing.assert_allclose(out, jnp.concatenate([h, jnp.ones((x.shape[0], 1))], 1) @ w_head, rtol=1e-6, atol=1e-6)
     # a single active mask entry in layer 2 changes the output only through that weight
-    params["w_head"]["loc"] = params["w_head"]["loc"] + 1.0
+    params = _set(params, lambda m: m.w_head.loc, params.w_head.loc + 1.0)
     one = zero.at[1, 0, 0].set(True)
-    h1 = h.at[:, 0].add(jax.nn.relu(h[:, 0] * params["w_hidden"]["loc"][1, 0, 0]))
-    expect = jnp.concatenate([h1, jnp.ones((x.shape[0], 1))], 1) @ params["w_head"]["loc"][0]
-    np.testing.assert_allclose(model.predict_logits(params, one, x, 0), expect, rtol=1e-5, atol=1e-5)
+    h1 = h.at[:, 0].add(jax.nn.relu(h[:, 0] * params.w_hidden.loc[1, 0, 0]))
+    expect = jnp.concatenate([h1, jnp.ones((x.shape[0], 1))], 1) @ params.w_head.loc[0]
+    np.testing.assert_allclose(params.predict_logits(one, x, 0), expect, rtol=1e-5, atol=1e-5)
 
 
 def test_hard_masks_threshold_on_expected_pi(key):
     model = _mlp(alpha=3.0, beta=1.0)
     params = _init(model, key)
-    hard = jax.jit(model.hard_masks)
+    hard = lambda p: p.hard_masks()  # noqa: E731
     # E[pi] = (3/4)^k: logits log(3) [k=1], log(0.5625/0.4375) [k=2], log(0.421875/0.578125) < 0 [k=3]
     masks = np.asarray(hard(params))
     assert masks[0].all() and masks[1].all() and not masks[2].any()
-    params["gamma"] = params["gamma"].at[2, 0, 0].set(1.0).at[0].set(-5.0)
+    params = _set(params, lambda m: m.gamma, params.gamma.at[2, 0, 0].set(1.0).at[0].set(-5.0))
     masks = np.asarray(hard(params))
     assert not masks[0].any() and masks[2].sum() == 1 and masks[2, 0, 0]
-    assert _mlp(adapt_structure=False).hard_masks(params).all()
+    assert _init(_mlp(adapt_structure=False), key).hard_masks().all()
 
 
 def test_posterior_to_prior_keeps_untrained_heads(key):
     model = _mlp()
     params = jax.tree.map(lambda a: a + 1.0, _init(model, key))
     prior = _init_prior(model)
-    new = model.posterior_to_prior(prior, params, 0)
-    np.testing.assert_array_equal(new["w_in"]["loc"], params["w_in"]["loc"])
-    np.testing.assert_array_equal(new["w_head"]["loc"][0], params["w_head"]["loc"][0])
-    np.testing.assert_array_equal(new["w_head"]["loc"][1], prior["w_head"]["loc"][1])
-    np.testing.assert_array_equal(new["gamma"], params["gamma"])
+    new = params.posterior_to_prior(prior, 0)
+    np.testing.assert_array_equal(new.w_in.loc, params.w_in.loc)
+    np.testing.assert_array_equal(new.w_head.loc[0], params.w_head.loc[0])
+    np.testing.assert_array_equal(new.w_head.loc[1], prior.w_head.loc[1])
+    np.testing.assert_array_equal(new.gamma, params.gamma)
 
 
 @pytest.mark.slow
@@ -146,44 +152,54 @@ def test_fit_increases_elbo(key):
     model = _mlp()
     x, y = _data(jax.random.key(8), n=64)
     y = (x[:, 0] > 0).astype(jnp.int32)
-    params, losses = fit(model, _init(model, key), _init_prior(model), key, x, y, 64, 0,
-                         num_steps=150, batch_size=32, num_samples=2, learning_rate=1e-2)
+    params, _, losses = fit(key, _init(model, key), _init_prior(model), x, y, 64, 0,
+                            num_steps=150, batch_size=32, num_samples=2, learning_rate=1e-2)
     assert float(losses[-20:].mean()) < float(losses[:20].mean())
-    acc = jnp.mean(jnp.argmax(model.predict_logits(params, model.hard_masks(params), x, 0), -1) == y)
+    acc = jnp.mean(jnp.argmax(params.predict_logits(params.hard_masks(), x, 0), -1) == y)
     assert float(acc) > 0.8
 
 
 def test_invalid_configuration_and_shapes(key):
-    with pytest.raises(ValueError, match="temperature"):
+    with pytest.raises(ValueError, match="temperature: expected"):
         _mlp(temperature=0.0)
-    with pytest.raises(ValueError, match="alpha"):
+    with pytest.raises(ValueError, match="alpha: expected"):
         _mlp(alpha=-1.0)
-    with pytest.raises(ValueError, match="width"):
-        AdaptiveMLP(6, 0, 3, 2, 3)
-    with pytest.raises(TypeError, match="truncation"):
-        AdaptiveMLP(6, 8, 2.0, 2, 3)
+    with pytest.raises(ValueError, match="width: expected"):
+        AdaptiveMLP(6, 0, 3, 2, 3, key=key)
+    with pytest.raises(TypeError, match="truncation: expected"):
+        AdaptiveMLP(6, 8, 2.0, 2, 3, key=key)
+    with pytest.raises(TypeError, match="key: expected a jax.random.key"):
+        AdaptiveMLP(6, 8, 2, 2, 3, key=0)
+    with pytest.raises(TypeError, match="key"):
+        AdaptiveMLP(6, 8, 2, 2, 3)  # the key is required (keyword-only)
     model = _mlp()
     params = _init(model, key)
-    with pytest.raises(ValueError, match="x must have shape"):
-        model.elbo(params, _init_prior(model), key, jnp.ones((4, 5)), jnp.zeros(4, jnp.int32), 0, 10.0)
-    with pytest.raises(ValueError, match="y must have shape"):
-        model.elbo(params, _init_prior(model), key, jnp.ones((4, 6)), jnp.zeros(3, jnp.int32), 0, 10.0)
-    with pytest.raises(ValueError, match="masks must have shape"):
-        model.predict_logits(params, jnp.ones((2, 9, 8), bool), jnp.ones((4, 6)), 0)
+    with pytest.raises(ValueError, match=r"x: expected shape \[batch, 6\]"):
+        params.elbo(key, _init_prior(model), jnp.ones((4, 5)), jnp.zeros(4, jnp.int32), 0, 10.0)
+    with pytest.raises(ValueError, match=r"y: expected shape \[4\]"):
+        params.elbo(key, _init_prior(model), jnp.ones((4, 6)), jnp.zeros(3, jnp.int32), 0, 10.0)
+    with pytest.raises(ValueError, match="masks: expected shape"):
+        params.predict_logits(jnp.ones((2, 9, 8), bool), jnp.ones((4, 6)), 0)
+    with pytest.raises(TypeError, match="key: expected"):
+        params.elbo(0, _init_prior(model), jnp.ones((4, 6)), jnp.zeros(4, jnp.int32), 0, 10.0)
 
 
 def test_fit_rejects_bad_input(key):
     model = _mlp()
     p, pr = _init(model, key), _init_prior(model)
     x, y = jnp.ones((4, 6)), jnp.zeros(4, jnp.int32)
-    with pytest.raises(ValueError, match="batch_size"):
-        fit(model, p, pr, key, x, y, 4, 0, num_steps=2, batch_size=0)
-    with pytest.raises(TypeError, match="num_steps"):
-        fit(model, p, pr, key, x, y, 4, 0, num_steps=2.0, batch_size=2)
-    with pytest.raises(ValueError, match="num_valid"):
-        fit(model, p, pr, key, x, y, 10, 0, num_steps=2, batch_size=2)
-    with pytest.raises(ValueError, match="y must have shape"):
-        fit(model, p, pr, key, x, y[:3], 4, 0, num_steps=2, batch_size=2)
+    with pytest.raises(ValueError, match="batch_size: expected"):
+        fit(key, p, pr, x, y, 4, 0, num_steps=2, batch_size=0)
+    with pytest.raises(TypeError, match="num_steps: expected"):
+        fit(key, p, pr, x, y, 4, 0, num_steps=2.0, batch_size=2)
+    with pytest.raises(ValueError, match="num_valid: expected"):
+        fit(key, p, pr, x, y, 10, 0, num_steps=2, batch_size=2)
+    with pytest.raises(ValueError, match="y: expected shape"):
+        fit(key, p, pr, x, y[:3], 4, 0, num_steps=2, batch_size=2)
+    with pytest.raises(TypeError, match="key: expected"):
+        fit(0, p, pr, x, y, 4, 0, num_steps=2, batch_size=2)
+    with pytest.raises(TypeError, match="progress: expected"):
+        fit(key, p, pr, x, y, 4, 0, num_steps=2, batch_size=2, progress="yes")
 
 
 def test_vcl_switch_equals_fixed_structure_model(key):
@@ -191,17 +207,19 @@ def test_vcl_switch_equals_fixed_structure_model(key):
     model = _mlp()
     fixed = _mlp(adapt_structure=False)
     params = _init(model, key)
-    params["gamma"] = params["gamma"] - 1.0  # masks well away from 1, so the switch matters
+    params = _set(params, lambda m: m.gamma, params.gamma - 1.0)  # masks well away from 1, so the switch matters
     prior = jax.tree.map(lambda a: a + 0.1, _init_prior(model))
     x, y = _data(jax.random.key(9))
     noise = _sample_noise(model, jax.random.key(10), params, 2)
-    f = jax.jit(lambda p, on: model.elbo_from_noise(p, prior, noise, x, y, 0, 30.0, adapt=on)[0])
+    f = jax.jit(lambda p, on: p.elbo_from_noise(prior, noise, x, y, 0, 30.0, adapt=on)[0])
     plain = {k: noise[k] for k in ("eps_in", "eps_hidden", "eps_head")}
-    want = jax.jit(lambda p, nz: fixed.elbo_from_noise(p, prior, nz, x, y, 0, 30.0)[0])(params, plain)
+    as_fixed = model_module._rebuild(fixed, key)  # the same arrays in a model without structure adaptation
+    as_fixed = jax.tree.unflatten(jax.tree.structure(as_fixed), jax.tree.leaves(params))
+    want = jax.jit(lambda p, nz: p.elbo_from_noise(prior, nz, x, y, 0, 30.0)[0])(as_fixed, plain)
     np.testing.assert_allclose(f(params, jnp.asarray(False)), want, rtol=1e-6)
     assert abs(float(f(params, jnp.asarray(True)) - want)) > 1e-3
-    assert model.hard_masks(params, jnp.asarray(False)).all()
-    np.testing.assert_array_equal(model.hard_masks(params, jnp.asarray(True)), model.hard_masks(params))
+    assert params.hard_masks(jnp.asarray(False)).all()
+    np.testing.assert_array_equal(params.hard_masks(jnp.asarray(True)), params.hard_masks())
 
 
 def test_equal_temperature_mask_kl_matches_general_form():
@@ -222,9 +240,9 @@ def test_equal_temperature_mask_kl_matches_general_form():
         q = model.mask_logits(log_pi, jnp.broadcast_to(gamma, shape))
         p = model.mask_logits(log_pi, jnp.broadcast_to(gamma0, shape))
         general = jnp.sum(_kl_relaxed_from_noise(logistic, q, p, model.temperature, model.prior_temperature))
-        closed = model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic)
+        closed = AdaptiveMLP._mask_kl_sum(model, log_pi, q, gamma, gamma0, logistic)
         # with the uniforms given (as the sampler passes them) instead of sigmoid(L)
-        given = model._mask_kl_sum(log_pi, q, gamma, gamma0, logistic, u)
+        given = AdaptiveMLP._mask_kl_sum(model, log_pi, q, gamma, gamma0, logistic, u)
         return general, closed, given
 
     general, closed, given = forms(log_pi, gamma, gamma0, logistic, u)
