@@ -202,7 +202,7 @@ def mec_log_posterior(log_prob: Float[Array, " n_dags"], dags: DAGTable) -> Floa
         >>> import numpy as np
         >>> from jaxcore.causal import enumerate_dags, mec_log_posterior
         >>> dags = enumerate_dags(2)
-        >>> lp = np.array([-2000.0, -2000.0, 0.0])  # exp underflows for two DAGs
+        >>> lp = np.array([0.0, -2000.0, -2000.0])  # exp underflows for both one-edge DAGs
         >>> out = np.asarray(mec_log_posterior(lp, dags))
         >>> sorted(np.round(out, 3).tolist())
         [-1999.307, 0.0]

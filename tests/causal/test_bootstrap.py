@@ -2,10 +2,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxcore.causal.bootstrap import bootstrap_map_dags
-from jaxcore.causal.dp import dp_map_dag
-from jaxcore.causal.graphs import adjacency_to_parents
-from jaxcore.causal.scores import bge_local_scores
+from jaxcore.causal import adjacency_to_parents, bge_local_scores, bootstrap_map_dags, exact_map_dag
 
 
 def test_bootstrap_each_draw_is_the_map_of_its_resample():
@@ -13,14 +10,16 @@ def test_bootstrap_each_draw_is_the_map_of_its_resample():
     x = rng.normal(size=(30, 4)).astype(np.float32)
     x[:, 1] += x[:, 0]
     key = jax.random.key(3)
-    s = bootstrap_map_dags(key, x, n_bootstrap=5)
+    res = bootstrap_map_dags(key, x, num_bootstrap=5)
+    s = res.samples
     idx = np.asarray(jax.random.randint(key, (5, 30), 0, 30))
     got = np.asarray(adjacency_to_parents(s.adjacency))
     for b in range(5):
         table = bge_local_scores(x[idx[b]])
-        _, best = dp_map_dag(table)
-        mine = float(np.sum(np.asarray(table)[np.arange(4), [int(c) for c in _compress(got[b])]]))
+        _, best = exact_map_dag(table)
+        mine = float(np.sum(np.asarray(table.table)[np.arange(4), [int(c) for c in _compress(got[b])]]))
         np.testing.assert_allclose(mine, float(best), rtol=1e-5)
+        np.testing.assert_allclose(float(res.log_scores[b]), float(best), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(s.weights), 0.2, rtol=1e-6)
 
 

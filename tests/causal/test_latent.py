@@ -2,8 +2,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxcore.causal.graphs import is_dag
-from jaxcore.causal.latent import dibs_svi
+from jaxcore.causal import dibs_svi, is_dag
 
 
 def test_dibs_svi_finds_chain_skeleton():
@@ -12,12 +11,14 @@ def test_dibs_svi_finds_chain_skeleton():
     x[:, 1] += 1.5 * x[:, 0]
     x[:, 2] -= 1.2 * x[:, 1]
     x = (x - x.mean(0)) / x.std(0)
-    s, diag = dibs_svi(jax.random.key(0), x, n_steps=600, n_particles=128, return_diagnostics=True)
+    res = dibs_svi(jax.random.key(0), x, num_steps=600, num_particles=128)
+    s = res.samples
     w = np.asarray(s.weights)
     np.testing.assert_allclose(w.sum(), 1.0, rtol=1e-5)
     acyclic = np.asarray(is_dag(s.adjacency))
     assert np.all(w[~acyclic] == 0) and acyclic.any()
-    loss = np.asarray(diag["elbo_loss"])
+    loss = np.asarray(res.losses)
+    assert loss.shape == (600,) and 0 < float(res.acyclic_fraction) <= 1
     assert loss[-50:].mean() < loss[:50].mean()  # the ELBO improved
     em = np.einsum("n,nij->ij", w, np.asarray(s.adjacency))
     skel = em + em.T

@@ -2,12 +2,18 @@ import jax
 import numpy as np
 import pytest
 
-from jaxcore.causal.enumerate import enumerate_dags
-from jaxcore.causal.graphs import is_dag
-from jaxcore.causal.mcmc import order_mcmc, structure_mcmc
-from jaxcore.causal.posterior import exact_posterior, log_num_orders
-from jaxcore.causal.samples import dag_distribution
-from jaxcore.causal.scores import bge_local_scores, order_modular_prior_table
+from jaxcore.causal import (
+    ScoreTable,
+    bge_local_scores,
+    dag_distribution,
+    enumerate_dags,
+    exact_posterior,
+    is_dag,
+    log_num_orders,
+    order_mcmc,
+    order_modular_prior_table,
+    structure_mcmc,
+)
 
 
 def _table(d=4):
@@ -23,7 +29,8 @@ def test_structure_mcmc_reaches_exact_posterior():
     table = _table()
     dags = enumerate_dags(4)
     exact = np.exp(np.asarray(exact_posterior(table, dags).log_prob))
-    s, acc = structure_mcmc(jax.random.key(0), table, n_chains=8, n_samples=1500, thin=4, burn_in=200, return_acceptance=True)
+    res = structure_mcmc(jax.random.key(0), table, num_chains=8, num_samples=1500, thin=4, burn_in=200)
+    s, acc = res.samples, res.acceptance_rate
     assert s.adjacency.shape == (12000, 4, 4)
     assert bool(np.all(np.asarray(is_dag(s.adjacency))))
     np.testing.assert_allclose(float(s.weights.sum()), 1.0, rtol=1e-5)
@@ -37,17 +44,21 @@ def test_order_mcmc_reaches_order_modular_posterior():
     table = _table() + order_modular_prior_table(4)
     dags = enumerate_dags(4)
     exact = np.exp(np.asarray(exact_posterior(table, dags, log_weights=log_num_orders(dags.parents)).log_prob))
-    s = order_mcmc(jax.random.key(1), table, n_chains=8, n_samples=1500, thin=2, burn_in=50)
+    s = order_mcmc(jax.random.key(1), table, num_chains=8, num_samples=1500, thin=2, burn_in=50).samples
     q = np.asarray(dag_distribution(s, dags))
     tv = 0.5 * np.abs(q - exact).sum()
     assert tv < 0.05, tv
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="n_chains"):
-        structure_mcmc(jax.random.key(0), np.zeros((3, 4)), n_chains=0)
+    with pytest.raises(ValueError, match="num_chains"):
+        structure_mcmc(jax.random.key(0), ScoreTable(np.zeros((3, 4))), num_chains=0)
     cyc = np.array([[0, 1, 0], [0, 0, 1], [1, 0, 0]])
     with pytest.raises(ValueError, match="acyclic"):
-        structure_mcmc(jax.random.key(0), np.zeros((3, 4)), init=cyc)
+        structure_mcmc(jax.random.key(0), ScoreTable(np.zeros((3, 4))), init=cyc)
     with pytest.raises(ValueError, match="shape"):
-        order_mcmc(jax.random.key(0), np.zeros((3, 3)))
+        order_mcmc(jax.random.key(0), ScoreTable(np.zeros((3, 3))))
+    with pytest.raises(TypeError, match="ScoreTable"):
+        order_mcmc(jax.random.key(0), np.zeros((3, 4)))
+    with pytest.raises(TypeError, match="key: expected a jax.random.key"):
+        structure_mcmc(0, ScoreTable(np.zeros((3, 4))))

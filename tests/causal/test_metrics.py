@@ -16,8 +16,7 @@ from jaxcore.causal.metrics import (
     predictive_nll,
     total_variation,
 )
-from jaxcore.causal.samples import make_samples
-from jaxcore.causal.scores import bge_local_scores
+from jaxcore.causal import bge_local_scores, make_samples
 
 CHAIN = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
 REV = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]])  # 2 -> 1 -> 0, Markov equivalent to CHAIN
@@ -93,8 +92,8 @@ def test_predictive_and_interventional_nll(x64):
     tr = rng.normal(size=(20, 3))
     te = rng.normal(size=(4, 3))
     s = make_samples(CHAIN[None])
-    t_all = np.asarray(bge_local_scores(np.concatenate([tr, te])))
-    t_tr = np.asarray(bge_local_scores(tr))
+    t_all = np.asarray(bge_local_scores(np.concatenate([tr, te])).table)
+    t_tr = np.asarray(bge_local_scores(tr).table)
     idx = [0, 1, 2]  # compressed parent indices of the chain: {}, {0}, {1}
     want = -(sum(t_all[j, c] - t_tr[j, c] for j, c in enumerate(idx))) / 4
     np.testing.assert_allclose(float(predictive_nll(s, tr, te)), want, rtol=1e-10)

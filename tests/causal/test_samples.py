@@ -1,9 +1,16 @@
 import numpy as np
 import pytest
 
-from jaxcore.causal.enumerate import enumerate_dags
-from jaxcore.causal.graphs import parents_to_adjacency
-from jaxcore.causal.samples import dag_distribution, make_samples, mec_distribution
+from jaxcore.causal import (
+    DAGSamples,
+    dag_distribution,
+    edge_marginals_from_samples,
+    enumerate_dags,
+    make_samples,
+    mec_distribution,
+    pad_samples,
+    parents_to_adjacency,
+)
 
 
 def test_dag_distribution_counts():
@@ -34,13 +41,46 @@ def test_cyclic_and_degenerate_samples_rejected():
         make_samples(cyc)
     with pytest.raises(ValueError, match="sum to > 0"):
         make_samples(np.zeros((2, 3, 3)), np.zeros(2))
-    from jaxcore.causal.samples import DAGSamples
-
     dags = enumerate_dags(3)
     bad = DAGSamples(cyc, np.full(2, 0.5))  # bypasses make_samples
-    with pytest.raises(ValueError, match=r"adjacency\[1\] is not a DAG"):
+    with pytest.raises(ValueError, match=r"adjacency\[1\]: expected a DAG"):
         dag_distribution(bad, dags)
     q = np.asarray(dag_distribution(DAGSamples(cyc, np.array([1.0, 0.0])), dags))  # zero-weight cyclic draw ignored
     np.testing.assert_allclose(q.sum(), 1.0)
     with pytest.raises(ValueError, match="d=4"):
         dag_distribution(make_samples(np.zeros((1, 3, 3))), enumerate_dags(4))
+
+
+def test_pad_samples_keeps_every_weighted_sum():
+    dags = enumerate_dags(3)
+    rng = np.random.default_rng(0)
+    adj = np.asarray(parents_to_adjacency(dags.parents[rng.integers(0, 25, 5)]))
+    s = make_samples(adj, rng.random(5) + 0.1)
+    p = pad_samples(s, 12)
+    assert p.adjacency.shape == (12, 3, 3) and p.weights.shape == (12,)
+    np.testing.assert_array_equal(np.asarray(p.adjacency[:5]), np.asarray(s.adjacency))
+    np.testing.assert_array_equal(np.asarray(p.adjacency[5:]), 0)
+    np.testing.assert_array_equal(np.asarray(p.weights[5:]), 0)
+    assert p.weights.dtype == s.weights.dtype
+    np.testing.assert_allclose(np.asarray(dag_distribution(p, dags)), np.asarray(dag_distribution(s, dags)))
+    np.testing.assert_allclose(np.asarray(edge_marginals_from_samples(p)), np.asarray(edge_marginals_from_samples(s)))
+    assert pad_samples(s, 5).adjacency.shape == (5, 3, 3)
+    with pytest.raises(ValueError, match="num_samples"):
+        pad_samples(s, 4)
+    with pytest.raises(TypeError, match="DAGSamples"):
+        pad_samples(adj, 8)
+
+
+def test_edge_marginals_from_samples_bruteforce():
+    rng = np.random.default_rng(1)
+    dags = enumerate_dags(4)
+    idx = rng.integers(0, dags.parents.shape[0], 30)
+    w = rng.random(30)
+    s = make_samples(np.asarray(parents_to_adjacency(dags.parents[idx])), w)
+    want = np.zeros((4, 4))
+    for k in range(30):
+        for j in range(4):
+            for i in range(4):
+                if (int(dags.parents[idx[k], j]) >> i) & 1:
+                    want[i, j] += w[k] / w.sum()
+    np.testing.assert_allclose(np.asarray(edge_marginals_from_samples(s)), want, rtol=1e-5, atol=1e-7)
