@@ -40,6 +40,49 @@ from benchmarks.registry import (
     Table,
     register,
 )
+from jaxcore.causal import (
+    DAGSamples,
+    bdeu_local_scores,
+    bge_local_scores,
+    bootstrap_map_dags,
+    cpdag_shd,
+    dag_distribution,
+    dag_log_scores,
+    dibs_svi,
+    edge_auprc,
+    edge_auroc,
+    edge_marginals_from_samples,
+    enumerate_dags,
+    exact_edge_marginals,
+    exact_map_dag,
+    exact_posterior,
+    expected_cpdag_shd,
+    expected_edge_f1,
+    expected_shd,
+    hellinger,
+    is_dag,
+    kl_divergence,
+    make_samples,
+    mec_distribution,
+    mec_log_posterior,
+    mmd_hamming_exact,
+    order_mcmc,
+    order_modular_prior_table,
+    pad_samples,
+    parents_to_adjacency,
+    predictive_nll,
+    random_linear_gaussian_network,
+    shd,
+    structure_mcmc,
+    total_variation,
+)
+from jaxcore.datasets import DataUnavailableError
+from jaxcore.datasets.causal_data import (
+    load_pgmpy_network,
+    load_sachs,
+    sample_discrete_network,
+    sample_linear_gaussian_network,
+)
 
 FAMILY = "causal"
 
@@ -47,24 +90,15 @@ FAMILY = "causal"
 # --------------------------------------------------------------------------- shared pieces
 
 
-def _random_dag(rng, d, p):
-    a = np.triu((rng.random((d, d)) < p).astype(np.int32), 1)
-    perm = rng.permutation(d)
-    return a[np.ix_(perm, perm)]
+def _network_data(rng, d, p, n, setting):
+    """A random linear SEM (weights ±U(0.5, 2); equal / unequal variances; gaussian / laplace noise) and its data.
 
-
-def _linear_data(rng, adj, n, setting):
-    """Linear SEM data: weights ±U(0.5, 2); noise per ``setting`` (equal / unequal variances, laplace)."""
-    d = adj.shape[0]
-    w = adj * rng.uniform(0.5, 2.0, adj.shape) * rng.choice([-1.0, 1.0], adj.shape)
-    sd = np.ones(d) if setting in ("equal", "laplace") else np.sqrt(rng.uniform(0.25, 2.0, d))
-    from jaxcore.causal.graphs import topological_order
-
-    x = np.zeros((n, d))
-    for j in np.asarray(topological_order(adj)):
-        e = rng.laplace(size=n) / np.sqrt(2.0) if setting == "laplace" else rng.normal(size=n)
-        x[:, j] = x @ w[:, j] + sd[j] * e
-    return x
+    Both come from the public generators (``causal.random_linear_gaussian_network``,
+    ``datasets.causal_data.sample_linear_gaussian_network``), drawing from the one generator ``rng``.
+    """
+    net = random_linear_gaussian_network(rng, d, p, noise_variances="unequal" if setting == "unequal" else "equal")
+    x = sample_linear_gaussian_network(net, n, seed=rng, noise="laplace" if setting == "laplace" else "gaussian")
+    return net["adjacency"], x
 
 
 def _standardize(x, ref=None):
@@ -118,9 +152,6 @@ def _np_bge_table(x):
 
 
 def _score_dags_bge(data, parents):
-    from jaxcore.causal.posterior import dag_log_scores
-    from jaxcore.causal.scores import bge_local_scores
-
     return dag_log_scores(bge_local_scores(data), parents)
 
 
@@ -144,22 +175,17 @@ def _numpy_direct_scores(data, parents):
 
 def _dag_data(size, seed=0):
     rng = np.random.default_rng(seed)
-    d = size["d"]
-    adj = _random_dag(rng, d, 0.5)
-    return _standardize(_linear_data(rng, adj, size.get("n", 200), "equal")).astype(np.float32)
+    _, x = _network_data(rng, size["d"], 0.5, size.get("n", 200), "equal")
+    return _standardize(x).astype(np.float32)
 
 
 def _setup_score_all(size, key):
-    from jaxcore.causal.enumerate import enumerate_dags
-
     x = _dag_data(size)
     dags = enumerate_dags(size["d"])
     return Case(args=(jnp.asarray(x), jnp.asarray(dags.parents, jnp.int32)), work=dags.parents.shape[0], work_unit="DAGs")
 
 
 def _setup_score_subsample(size, key):
-    from jaxcore.causal.enumerate import enumerate_dags
-
     x = _dag_data(size)
     dags = enumerate_dags(size["d"])
     idx = np.random.default_rng(1).choice(dags.parents.shape[0], size["n_dags"], replace=False)
@@ -194,17 +220,12 @@ register(SpeedBenchmark(
 
 
 def _asia_data(d, n=1000):
-    from jaxcore.datasets.causal_data import load_pgmpy_network, sample_discrete_network
-
     net = load_pgmpy_network("asia")
     x = sample_discrete_network(net, n, seed=0)
     return x[:, :d], [net["names"][i] for i in range(d)], tuple(int(a) for a in net["arities"][:d])
 
 
 def _score_dags_bdeu(data, parents, arities=()):
-    from jaxcore.causal.posterior import dag_log_scores
-    from jaxcore.causal.scores import bdeu_local_scores
-
     return dag_log_scores(bdeu_local_scores(data, arities, equivalent_sample_size=1.0), parents)
 
 
@@ -222,8 +243,6 @@ def _pgmpy_bdeu(df, state_names, models, arities=()):
 
 def _setup_bdeu(size, key):
     import warnings
-
-    from jaxcore.causal.enumerate import enumerate_dags
 
     d = size["d"]
     x, names, arities = _asia_data(d)
@@ -269,24 +288,20 @@ register(SpeedBenchmark(
 
 
 def _setup_mcmc(size, key):
-    from jaxcore.causal.scores import bge_local_scores
-
     table = bge_local_scores(jnp.asarray(_dag_data({"d": size["d"], "n": 200})))
-    return Case(args=(key, table), static={"n_chains": size["chains"], "n_steps": size["steps"]},
+    return Case(args=(key, table), static={"num_chains": size["chains"], "num_steps": size["steps"]},
                 work=size["chains"] * size["steps"], work_unit="MCMC steps")
 
 
-def _structure_kernel(key, table, n_chains=4, n_steps=1000):
-    from jaxcore.causal.mcmc import _structure
+def _structure_kernel(key, table, num_chains=4, num_steps=1000):
+    """The public sampler from empty graphs, no burn-in, a draw kept every 10 steps."""
+    return structure_mcmc(key, table, num_chains=num_chains, num_samples=num_steps // 10, thin=10,
+                          burn_in=0).samples.adjacency
 
-    d = table.shape[0]
-    return _structure(key, table, jnp.zeros((n_chains, d), jnp.int32), n_chains, n_steps // 10, 10, 0)[0]
 
-
-def _order_kernel(key, table, n_chains=4, n_steps=1000):
-    from jaxcore.causal.mcmc import _order
-
-    return _order(key, table, n_chains, n_steps // 10, 10, 0)[0]
+def _order_kernel(key, table, num_chains=4, num_steps=1000):
+    return order_mcmc(key, table, num_chains=num_chains, num_samples=num_steps // 10, thin=10,
+                      burn_in=0).samples.adjacency
 
 
 register(SpeedBenchmark(
@@ -309,19 +324,15 @@ register(SpeedBenchmark(
 
 
 def _setup_dp(size, key):
-    from jaxcore.causal.scores import bge_local_scores, order_modular_prior_table
-
     d = size["d"]
     table = bge_local_scores(jnp.asarray(_dag_data({"d": d, "n": 200})), max_parents=size.get("k", 3))
-    table = table + order_modular_prior_table(d).astype(table.dtype)
-    table.block_until_ready()
+    table = table + order_modular_prior_table(d)
+    table.table.block_until_ready()
     return Case(args=(table,), work=float(d * d * 2**d), work_unit="d^2 2^d")
 
 
 def _dp_kernel(table):
-    from jaxcore.causal.dp import _dp
-
-    return _dp(table).edge_marginals
+    return exact_edge_marginals(table).edge_marginals
 
 
 register(SpeedBenchmark(
@@ -344,9 +355,6 @@ RANKED = ("e_shd", "e_cpdag_shd", "edge_f1", "auroc", "auprc", "mmd", "pred_nll"
 
 def _edge_independent(rng, edge_probs, n):
     """Mean-field approximation: independent Bernoulli edges with the exact marginals, cyclic draws rejected."""
-    from jaxcore.causal.graphs import is_dag
-    from jaxcore.causal.samples import make_samples
-
     d = edge_probs.shape[0]
     draws = (rng.random((4 * n, d, d)) < np.asarray(edge_probs)[None]).astype(np.int32)
     ok = np.asarray(is_dag(draws))
@@ -359,74 +367,43 @@ def _edge_independent(rng, edge_probs, n):
 PAD = 2048  # every approximation is padded to PAD weighted DAGs (zero weights) so metrics compile once
 
 
-def _pad(samples):
-    from jaxcore.causal.samples import DAGSamples
-
-    n, d, _ = samples.adjacency.shape
-    if n > PAD:
-        raise ValueError(f"more than {PAD} samples")
-    adj = jnp.concatenate([samples.adjacency, jnp.zeros((PAD - n, d, d), samples.adjacency.dtype)])
-    w = jnp.concatenate([samples.weights.astype(jnp.float32), jnp.zeros((PAD - n,), jnp.float32)])
-    return DAGSamples(adj, w)
-
-
 def _approximations(key, table, x, post, rng, quick, dibs=False, bootstrap=True):
     """Five approximations of different quality; one compile of each sampler per d."""
-    from jaxcore.causal.bootstrap import bootstrap_map_dags
-    from jaxcore.causal.mcmc import order_mcmc, structure_mcmc
-    from jaxcore.causal.samples import make_samples
-
     k1, k3, k4, k5 = jax.random.split(key, 4)
     n_per_chain = 250 if quick else 500
-    s = structure_mcmc(k1, table, n_chains=4, n_samples=n_per_chain, thin=10, burn_in=0)
+    s = structure_mcmc(k1, table, num_chains=4, num_samples=n_per_chain, thin=10, burn_in=0).samples
     adj = s.adjacency.reshape(4, n_per_chain, *s.adjacency.shape[1:])
     out = {
         # the first 20 draws of one chain from the empty graph: an unconverged run
         "struct-MCMC short": make_samples(adj[0, :20]),
         "struct-MCMC long": make_samples(adj[:, n_per_chain // 5:].reshape(-1, *adj.shape[2:])),
-        "order-MCMC": order_mcmc(k3, table, n_chains=4, n_samples=100, thin=5, burn_in=50),
+        "order-MCMC": order_mcmc(k3, table, num_chains=4, num_samples=100, thin=5, burn_in=50).samples,
         "edge-independent": _edge_independent(rng, post.edge_marginals, 200),
     }
     if bootstrap:  # compiles once per data shape (N, d)
-        out["bootstrap MAP"] = bootstrap_map_dags(k4, x, n_bootstrap=30)
+        out["bootstrap MAP"] = bootstrap_map_dags(k4, x, num_bootstrap=30).samples
     if dibs:
-        from jaxcore.causal.latent import dibs_svi
-
-        out["numpyro DiBS+ SVI"] = dibs_svi(k5, x, n_steps=300 if quick else 1500, n_particles=256)
+        out["numpyro DiBS+ SVI"] = dibs_svi(k5, x, num_steps=300 if quick else 1500, num_particles=256).samples
     return out
 
 
-def _mec_log_prob(log_prob, dags):
-    """log posterior of each equivalence class in float64 (no underflow of tiny classes)."""
-    lp = np.asarray(log_prob, np.float64)
-    order = np.argsort(dags.mec, kind="stable")
-    counts = np.bincount(dags.mec, minlength=dags.n_mecs)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    ls = lp[order]
-    m = np.maximum.reduceat(ls, starts)
-    return m + np.log(np.add.reduceat(np.exp(ls - np.repeat(m, counts)), starts))
-
-
 def _evaluate(samples, post, dags, truth, x_train, x_test, log_pm=None):
-    from jaxcore.causal import metrics as M
-    from jaxcore.causal.samples import dag_distribution, mec_distribution
-
-    samples = _pad(samples)
-    log_pm = _mec_log_prob(post.log_prob, dags) if log_pm is None else log_pm
+    samples = pad_samples(samples, PAD)
+    log_pm = mec_log_posterior(post.log_prob, dags) if log_pm is None else log_pm
     p = jnp.exp(post.log_prob)
     q = dag_distribution(samples, dags)
     pm, qm = post.mec_prob, mec_distribution(q, dags)
-    edge_q = jnp.einsum("n,nij->ij", samples.weights, samples.adjacency.astype(samples.weights.dtype))
-    f1 = M.expected_edge_f1(samples, truth)
+    edge_q = edge_marginals_from_samples(samples)
+    f1 = expected_edge_f1(samples, truth)
     out = {
-        "kl_dag": M.kl_divergence(q, p, log_q=post.log_prob), "tv_dag": M.total_variation(q, p), "hellinger_dag": M.hellinger(q, p),
-        "kl_mec": M.kl_divergence(qm, pm, log_q=jnp.asarray(log_pm, jnp.float32)), "tv_mec": M.total_variation(qm, pm),
-        "e_shd": M.expected_shd(samples, truth), "e_cpdag_shd": M.expected_cpdag_shd(samples, truth),
+        "kl_dag": kl_divergence(q, p, log_q=post.log_prob), "tv_dag": total_variation(q, p), "hellinger_dag": hellinger(q, p),
+        "kl_mec": kl_divergence(qm, pm, log_q=log_pm), "tv_mec": total_variation(qm, pm),
+        "e_shd": expected_shd(samples, truth), "e_cpdag_shd": expected_cpdag_shd(samples, truth),
         "edge_f1": f1["f1"],
-        "auroc": M.edge_auroc(edge_q, truth) if 0 < truth.sum() < truth.shape[0] * (truth.shape[0] - 1) else np.nan,
-        "auprc": M.edge_auprc(edge_q, truth) if truth.sum() > 0 else np.nan,
-        "mmd": M.mmd_hamming_exact(samples, post.edge_marginals),
-        "pred_nll": M.predictive_nll(samples, x_train, x_test),
+        "auroc": edge_auroc(edge_q, truth) if 0 < truth.sum() < truth.shape[0] * (truth.shape[0] - 1) else np.nan,
+        "auprc": edge_auprc(edge_q, truth) if truth.sum() > 0 else np.nan,
+        "mmd": mmd_hamming_exact(samples, post.edge_marginals),
+        "pred_nll": predictive_nll(samples, x_train, x_test),
     }
     return {k: float(v) for k, v in out.items()}
 
@@ -450,10 +427,6 @@ def _fmt(v, nd=3):
 
 
 def _run_study(ctx):
-    from jaxcore.causal.enumerate import enumerate_dags
-    from jaxcore.causal.posterior import exact_posterior
-    from jaxcore.causal.scores import bge_local_scores
-
     P = ctx.params
     records = []
     key = ctx.key
@@ -464,14 +437,13 @@ def _run_study(ctx):
                 for seed in range(P["seeds"]):
                     ctx.progress(f"study d={d} {setting} N={n} seed={seed}")
                     rng = np.random.default_rng(1000 * d + 100 * seed + n)
-                    truth = _random_dag(rng, d, P["edge_p"])
-                    raw = _linear_data(rng, truth, n + P["n_test"], setting)
+                    truth, raw = _network_data(rng, d, P["edge_p"], n + P["n_test"], setting)
                     x = _standardize(raw[:n], raw[:n]).astype(np.float32)
                     xt = _standardize(raw[n:], raw[:n]).astype(np.float32)
                     table = bge_local_scores(x)
                     post = exact_posterior(table, dags)
                     key, sub = jax.random.split(key)
-                    log_pm = _mec_log_prob(post.log_prob, dags)
+                    log_pm = mec_log_posterior(post.log_prob, dags)
                     for method, s in _approximations(sub, table, x, post, rng, ctx.quick, P.get("dibs", False),
                                                       P.get("bootstrap", False)).items():
                         m = _evaluate(s, post, dags, jnp.asarray(truth), x, xt, log_pm)
@@ -566,33 +538,25 @@ register(QualityBenchmark(
 
 def _methods_on(key, x, truth, rng, quick, xt, dibs=False):
     """Exact posterior + approximations + metrics on one data set (d <= 6); rows per method."""
-    from jaxcore.causal import metrics as M
-    from jaxcore.causal.enumerate import enumerate_dags
-    from jaxcore.causal.graphs import cpdag_shd, parents_to_adjacency, shd
-    from jaxcore.causal.posterior import exact_posterior
-    from jaxcore.causal.scores import bge_local_scores
-
     d = x.shape[1]
     dags = enumerate_dags(d)
     table = bge_local_scores(jnp.asarray(x))
     post = exact_posterior(table, dags)
-    log_pm = _mec_log_prob(post.log_prob, dags)
+    log_pm = mec_log_posterior(post.log_prob, dags)
     truth = jnp.asarray(truth)
     results = {}
     imap = int(jnp.argmax(post.log_prob))
     map_adj = parents_to_adjacency(jnp.asarray(dags.parents[imap], jnp.int32))
     has_edges = 0 < int(truth.sum()) < d * (d - 1)
     row = {
-        "auroc": float(M.edge_auroc(post.edge_marginals, truth)) if has_edges else np.nan,
-        "auprc": float(M.edge_auprc(post.edge_marginals, truth)) if int(truth.sum()) else np.nan,
+        "auroc": float(edge_auroc(post.edge_marginals, truth)) if has_edges else np.nan,
+        "auprc": float(edge_auprc(post.edge_marginals, truth)) if int(truth.sum()) else np.nan,
         "tv_dag": 0.0, "kl_mec": 0.0, "mmd": 0.0,
     }
     if d <= 5:  # expectations over every DAG (3.8M CPDAGs at d = 6 would dominate the run)
-        from jaxcore.causal.samples import DAGSamples
-
         exact = DAGSamples(parents_to_adjacency(jnp.asarray(dags.parents, jnp.int32)), jnp.exp(post.log_prob))
-        row.update(e_shd=float(M.expected_shd(exact, truth)), e_cpdag_shd=float(M.expected_cpdag_shd(exact, truth)),
-                   edge_f1=float(M.expected_edge_f1(exact, truth)["f1"]), pred_nll=float(M.predictive_nll(exact, x, xt)))
+        row.update(e_shd=float(expected_shd(exact, truth)), e_cpdag_shd=float(expected_cpdag_shd(exact, truth)),
+                   edge_f1=float(expected_edge_f1(exact, truth)["f1"]), pred_nll=float(predictive_nll(exact, x, xt)))
     results["exact posterior"] = row
     results["MAP DAG"] = {"e_shd": float(shd(map_adj, truth)), "e_cpdag_shd": float(cpdag_shd(map_adj, truth))}
     for method, s in _approximations(key, table, x, post, rng, quick, dibs).items():
@@ -601,12 +565,6 @@ def _methods_on(key, x, truth, rng, quick, xt, dibs=False):
 
 
 def _run_sachs(ctx):
-    from jaxcore.causal import metrics as M
-    from jaxcore.causal.dp import dp_edge_marginals
-    from jaxcore.causal.scores import bge_local_scores, order_modular_prior_table
-    from jaxcore.datasets import DataUnavailableError
-    from jaxcore.datasets.causal_data import load_sachs
-
     P = ctx.params
     try:
         s = load_sachs()
@@ -653,7 +611,7 @@ def _run_sachs(ctx):
     x11 = _standardize(obs).astype(np.float32)
     table = bge_local_scores(jnp.asarray(x11), max_parents=P["max_parents"]) + order_modular_prior_table(11)
     t0 = time.perf_counter()
-    dp = dp_edge_marginals(table)
+    dp = exact_edge_marginals(table)
     em = np.asarray(dp.edge_marginals)
     dp_s = time.perf_counter() - t0
     rows2 = []
@@ -661,9 +619,9 @@ def _run_sachs(ctx):
         t = s[tname]
         und = ((t + t.T) > 0).astype(int)
         emu = em + em.T
-        rows2.append([tname, int(t.sum()), _fmt(float(M.edge_auroc(em, t))), _fmt(float(M.edge_auprc(em, t))),
-                      _fmt(float(M.edge_auroc(emu, und))), _fmt(float(M.edge_auprc(emu, und)))])
-        metrics[f"causal.sachs.dp11.auroc_{tname}"] = float(M.edge_auroc(em, t))
+        rows2.append([tname, int(t.sum()), _fmt(float(edge_auroc(em, t))), _fmt(float(edge_auprc(em, t))),
+                      _fmt(float(edge_auroc(emu, und))), _fmt(float(edge_auprc(emu, und)))])
+        metrics[f"causal.sachs.dp11.auroc_{tname}"] = float(edge_auroc(em, t))
     t2 = Table(title="Sachs, all 11 proteins: exact edge marginals by DP (order-modular prior, in-degree <= "
                      f"{P['max_parents']}) as edge classifiers",
                columns=["truth", "edges", "AUROC directed", "AUPRC directed", "AUROC skeleton", "AUPRC skeleton"],
@@ -724,17 +682,6 @@ def _connected_subset(adj, k):
 
 
 def _run_networks(ctx):
-    from jaxcore.causal import metrics as M
-    from jaxcore.causal.dp import dp_edge_marginals, dp_map_dag
-    from jaxcore.causal.graphs import cpdag_shd, parents_to_adjacency, shd
-    from jaxcore.causal.scores import bdeu_local_scores, order_modular_prior_table
-    from jaxcore.datasets import DataUnavailableError
-    from jaxcore.datasets.causal_data import (
-        load_pgmpy_network,
-        sample_discrete_network,
-        sample_linear_gaussian_network,
-    )
-
     P = ctx.params
     rows, rows2, metrics, notes = [], [], {}, []
     key = ctx.key
@@ -780,16 +727,16 @@ def _run_networks(ctx):
         table = bdeu_local_scores(jnp.asarray(x), tuple(int(a) for a in net["arities"]), equivalent_sample_size=1.0,
                                   max_parents=k)
         t0 = time.perf_counter()
-        dp = dp_edge_marginals(table + order_modular_prior_table(d))
+        dp = exact_edge_marginals(table + order_modular_prior_table(d))
         em = np.asarray(dp.edge_marginals)
-        parents, _ = dp_map_dag(table)
+        parents, _ = exact_map_dag(table)
         map_adj = parents_to_adjacency(parents)
         secs = time.perf_counter() - t0
         truth = jnp.asarray(net["adjacency"])
-        rows2.append([name, d, int(net["adjacency"].sum()), k, P["n_discrete"], _fmt(float(M.edge_auroc(em, truth))),
-                      _fmt(float(M.edge_auprc(em, truth))), int(shd(map_adj, truth)), int(cpdag_shd(map_adj, truth)),
+        rows2.append([name, d, int(net["adjacency"].sum()), k, P["n_discrete"], _fmt(float(edge_auroc(em, truth))),
+                      _fmt(float(edge_auprc(em, truth))), int(shd(map_adj, truth)), int(cpdag_shd(map_adj, truth)),
                       round(secs, 2)])
-        metrics[f"causal.networks.{name}.dp_auroc"] = float(M.edge_auroc(em, truth))
+        metrics[f"causal.networks.{name}.dp_auroc"] = float(edge_auroc(em, truth))
     t2 = Table(title="pgmpy discrete networks: DP edge marginals (BDeu, ess = 1) and the exact MAP DAG",
                columns=["network", "d", "edges", "max parents", "N", "AUROC", "AUPRC", "MAP SHD", "MAP CPDAG-SHD",
                         "seconds"],

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcore._util import cached_arrays, check_bool, check_int, expected
+from jaxcore._util import cached_arrays, check_bool, expected
 
 from .graphs import _compress, _parents_array, num_dags
 

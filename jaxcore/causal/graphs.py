@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int
 
-from jaxcore._util import check_int, expected, is_concrete
+from jaxcore._util import check_int, expected
 
 __all__ = [
     "adjacency_to_parents",

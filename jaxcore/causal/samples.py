@@ -191,7 +191,7 @@ def dag_distribution(samples: DAGSamples, dags: DAGTable) -> Float[Array, " n_da
 
     Args:
         samples: :class:`DAGSamples` on ``d <= 6`` nodes (every sample with positive weight
-            must be acyclic).
+            are expected to be acyclic).
         dags: ``enumerate_dags(d)``.
 
     Returns:

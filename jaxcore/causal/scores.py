@@ -81,7 +81,7 @@ class ScoreTable(eqx.Module):
         table: ``[d, 2**(d-1)]`` float local log scores, ``1 <= d <= 24``; entries are finite or
             ``-inf``, never NaN or ``+inf`` (checked when concrete, not under ``jit``).
         max_parents: the in-degree bound the table honours (``None``: ``d - 1``, no bound);
-            entries of larger parent sets must be ``-inf`` (checked when concrete).
+            entries of larger parent sets are expected to be ``-inf`` (checked when concrete).
 
     Attributes:
         table: the ``[d, 2**(d-1)]`` array.

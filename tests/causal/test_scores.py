@@ -5,7 +5,6 @@ import pytest
 from scipy.special import gammaln, multigammaln
 
 from jaxcore.causal import (
-    ScoreTable,
     dag_log_scores,
     enumerate_dags,
     bdeu_local_scores,
