@@ -188,3 +188,107 @@ def test_lr_proportional_rho_endpoints():
     np.testing.assert_allclose(sched(10), 0.01, rtol=1e-6)
     np.testing.assert_allclose(sched(5), 0.03, rtol=1e-5)
     assert GSAM(rho=sched).rho is sched
+
+
+# ---------------------------------------------------------------------------
+# House conventions: containers, keys, compiled entry points, properties
+# ---------------------------------------------------------------------------
+
+import equinox as eqx  # noqa: E402
+import hypothesis.extra.numpy as hnp  # noqa: E402
+import optax  # noqa: E402
+from hypothesis import given, strategies as st  # noqa: E402
+
+from jaxcore.sam import Perturbation, default_weight_mask, rho_at, tree_dot  # noqa: E402
+
+_SHAPES = ((3,), (2, 2), (4, 1))  # fixed small shapes: examples do not recompile
+
+
+# Entries are 0 or of magnitude >= 1e-100: the norm sums squares (unscaled), which underflow below ~1e-154.
+_ENTRY = st.one_of(st.just(0.0), st.floats(1e-100, 1e3), st.floats(-1e3, -1e-100))
+
+
+@given(leaves=st.tuples(*[hnp.arrays(np.float64, s, elements=_ENTRY) for s in _SHAPES]),
+       rho=st.one_of(st.just(0.0), st.floats(1e-6, 10.0)))
+def test_property_sam_perturbation_has_norm_rho_or_is_zero(leaves, rho):
+    with jax.enable_x64(True):
+        g = {f"l{i}": jnp.asarray(x) for i, x in enumerate(leaves)}
+        eps = sam_perturbation(g, rho)
+        norm_g = np.linalg.norm(_flat(g))
+        norm_e = np.linalg.norm(_flat(eps))
+        assert np.all(np.isfinite(_flat(eps)))
+        if norm_g > 0:
+            np.testing.assert_allclose(norm_e, rho, rtol=1e-10, atol=1e-300)
+            # the direction of g: eps = (rho / ||g||) g
+            np.testing.assert_allclose(_flat(eps), rho / norm_g * _flat(g), rtol=1e-10, atol=1e-12)
+        else:
+            assert norm_e == 0.0
+
+
+@given(rho=st.one_of(st.floats(max_value=-1e-12), st.just(float("nan")), st.just(float("inf"))))
+def test_property_radius_validator_refuses_negative_nan_inf(rho):
+    for make in (SAM, ASAM, GSAM, RandomDirection):
+        with pytest.raises(ValueError, match="rho: expected"):
+            make(rho)
+    with pytest.raises(ValueError, match="rho: expected"):
+        sam_perturbation(jnp.ones(2), rho)
+
+
+def test_geometries_are_equinox_modules_hashable_and_static():
+    for make in (lambda: SAM(0.1), lambda: ASAM(0.5, eta=0.02), lambda: GSAM(0.1, 0.2), lambda: RandomDirection(0.1)):
+        p, q = make(), make()
+        assert isinstance(p, eqx.Module) and isinstance(p, Perturbation)
+        assert p == q and hash(p) == hash(q)  # usable as a static (compile-cache) argument
+    assert SAM(0.1) != SAM(0.2)
+    assert isinstance(OBF(), eqx.Module) and OBF() == OBF() and hash(OBF()) == hash(OBF())
+    with pytest.raises(TypeError):
+        Perturbation(0.1)  # abstract base
+    with pytest.raises(TypeError, match="sigmoid"):
+        OBF(sigmoid="yes")
+    with pytest.raises(TypeError, match="labels_key"):
+        OBF(labels_key=3)
+
+
+def test_random_perturbation_key_is_checked():
+    with pytest.raises(TypeError, match=r"key: expected a jax.random.key\(...\) array, got int"):
+        random_perturbation(0, jnp.ones(2), 0.1)
+
+
+def test_no_recompile_on_second_call(compiles):
+    g = {"w": jnp.ones((3, 2)), "b": jnp.ones(2)}
+    w = {"w": jnp.full((3, 2), 2.0), "b": jnp.ones(2)}
+    calls = [
+        lambda r: sam_perturbation(g, r),
+        lambda r: asam_perturbation(g, w, r),
+        lambda r: random_perturbation(jax.random.key(1), g, r),
+        lambda r: gsam_direction(g, w, r),
+        lambda r: safe_normalize(g, r),
+        lambda r: global_norm(g),
+        lambda r: tree_dot(g, w),
+        lambda r: rho_at(r, 3),
+        lambda r: obf_alpha(jnp.ones((2, 3)), jnp.array([0, 1]), gamma=r),
+        lambda r: obf_cotangent(jnp.ones((2, 3)), jnp.array([0, 1]), gamma=r),
+        lambda r: obf_loss(jnp.ones((2, 3)), jnp.array([0, 1]), jnp.full(2, r)),
+    ]
+    for call in calls:
+        call(0.1)
+        with compiles() as n:
+            jax.block_until_ready(call(0.3))  # same shapes, another radius: no new program
+        assert n() == 0
+
+
+def test_public_functions_refuse_bad_arguments_in_the_one_dialect():
+    with pytest.raises(ValueError, match="params: expected a pytree with the structure of grads"):
+        asam_perturbation({"a": jnp.ones(2)}, {"b": jnp.ones(2)}, 0.1)
+    with pytest.raises(TypeError, match="grads: expected a pytree of float arrays"):
+        sam_perturbation({"a": jnp.arange(3)}, 0.1)
+    with pytest.raises(ValueError, match="alpha: expected"):
+        gsam_direction(jnp.ones(2), jnp.ones(2), -1.0)
+    with pytest.raises(ValueError, match="gamma: expected"):
+        obf_alpha(jnp.zeros((2, 3)), jnp.array([0, 1]), gamma=2.0)
+    with pytest.raises(ValueError, match="logits: expected"):
+        obf_alpha(jnp.zeros((2, 1)), jnp.array([0, 0]))
+    with pytest.raises(TypeError, match="lr_schedule: expected"):
+        lr_proportional_rho(0.1, 1.0, 0.0, 0.05)
+    assert default_weight_mask({"w": jnp.ones((2, 2)), "b": jnp.ones(2)}) == {"w": True, "b": False}
+    np.testing.assert_allclose(rho_at(optax.constant_schedule(0.2), 5), 0.2)

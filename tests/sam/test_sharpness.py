@@ -85,3 +85,33 @@ def test_sharpness_errors():
         m_sharpness(loss, jnp.ones(2), jnp.ones(4), num_micro_batches=2, rho=-0.1)
     with pytest.raises(ValueError, match="num_steps"):
         m_sharpness(loss, jnp.ones(2), jnp.ones(4), num_micro_batches=2, rho=0.1, num_steps=0)
+
+
+def test_model_state_is_passed_through_and_bare_scalar_losses_are_refused(x64):
+    # loss = 0.5 * s * ||w||^2: the Hessian is s I, s from the model state.
+    loss = lambda w, s, b: (0.5 * s * jnp.sum(w**2) + 0.0 * jnp.sum(b), {})  # noqa: E731
+    res = hessian_max_eigenvalue(jax.random.key(0), loss, jnp.ones(3), jnp.ones(2), model_state=jnp.asarray(3.0),
+                                 num_iters=5)
+    np.testing.assert_allclose(res.eigenvalue, 3.0, rtol=1e-12)
+    np.testing.assert_allclose(hessian_vector_product(loss, jnp.ones(3), jnp.ones(2), jnp.ones(3),
+                                                      model_state=jnp.asarray(2.0)), 2.0 * np.ones(3))
+    with pytest.raises(TypeError, match="loss_fn: expected a function returning \\(loss, aux\\)"):
+        hessian_max_eigenvalue(jax.random.key(0), lambda w, s, b: jnp.sum(w**2), jnp.ones(3), jnp.ones(2))
+    with pytest.raises(TypeError, match=r"key: expected a jax.random.key\(...\) array, got int"):
+        hessian_max_eigenvalue(0, loss, jnp.ones(3), jnp.ones(2))
+
+
+def test_sharpness_measures_do_not_recompile_on_a_second_call(compiles):
+    a = jnp.diag(jnp.array([3.0, 1.0, 0.5]))
+    loss = lambda w, s, x: (0.5 * w @ a @ w + jnp.mean(x @ w), {})  # noqa: E731
+    w, x = jnp.ones(3), jnp.ones((4, 3))
+    calls = [
+        lambda i: hessian_max_eigenvalue(jax.random.key(i), loss, w + i, x, num_iters=3),
+        lambda i: hessian_vector_product(loss, w + i, x, w),
+        lambda i: m_sharpness(loss, w + i, x, num_micro_batches=2, rho=0.1 * (i + 1)),
+    ]
+    for call in calls:
+        jax.block_until_ready(call(0))
+        with compiles() as n:
+            jax.block_until_ready(call(1))  # new values, same shapes (and a new rho): no new program
+        assert n() == 0

@@ -322,3 +322,88 @@ def test_flax_linen_batchnorm():
               for i in range(2)]
     for a, b0, b1 in zip(jax.tree.leaves(st4.model_state), *[jax.tree.leaves(hh) for hh in halves]):
         np.testing.assert_allclose(a, (b0 + b1) / 2, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# House conventions: compiled entry points, keys, train, ascent_gradient
+# ---------------------------------------------------------------------------
+
+from jaxcore.sam import StepResult, TrainResult, ascent_gradient, train  # noqa: E402
+
+
+def test_step_does_not_recompile_on_a_second_call(compiles):
+    params, batch = _mlp_params(jax.random.key(0), jnp.float32), _batch(jax.random.key(1), dtype=jnp.float32)
+    opt = optax.sgd(0.1)
+    st = init(params, opt)
+    traces = []
+
+    def counted_loss(p, s, b):
+        traces.append(1)
+        return loss_fn(p, s, b)
+
+    kw = dict(optimizer=opt, perturbation=GSAM(0.1, 0.2), perturbation_loss=OBF())
+    out = step(counted_loss, params, st, batch, **kw)
+    assert isinstance(out, StepResult)
+    n_traces = len(traces)
+    with compiles() as n:
+        out2 = step(counted_loss, out.params, out.state, batch, **kw)  # same shapes, equal configuration objects
+        jax.block_until_ready(out2.params)
+    assert n() == 0 and len(traces) == n_traces
+    # ascent_gradient and train are compiled programs too.
+    ascent_gradient(counted_loss, params, batch, OBF())
+    idx = jnp.arange(8).reshape(2, 4)
+    train(counted_loss, params, batch, idx, optimizer=opt, perturbation=SAM(0.1))
+    with compiles() as n:
+        jax.block_until_ready(ascent_gradient(counted_loss, out.params, batch, OBF()))
+        jax.block_until_ready(train(counted_loss, out.params, batch, idx, optimizer=opt, perturbation=SAM(0.1)).params)
+    assert n() == 0
+
+
+def test_train_equals_a_loop_of_steps_and_keeps_its_history(x64):
+    params, data = _mlp_params(jax.random.key(0)), _batch(jax.random.key(1), n=12)
+    idx = jax.random.randint(jax.random.key(2), (5, 4), 0, 12)
+    opt = optax.sgd(0.1, momentum=0.9)
+    seen = []
+    for pert, obf, key in [(GSAM(0.1, alpha=0.3), OBF(), None), (RandomDirection(0.1), None, jax.random.key(3))]:
+        res = train(loss_fn, params, data, idx, optimizer=opt, perturbation=pert, perturbation_loss=obf, key=key,
+                    progress=lambda i, m: seen.append((i, m["loss"])))
+        assert isinstance(res, TrainResult) and res.losses.shape == (5,) and res.rhos.shape == (5,)
+        p, st = params, init(params, opt)
+        keys = None if key is None else jax.random.split(key, 5)
+        losses = []
+        for t in range(5):
+            batch = jax.tree.map(lambda x: x[idx[t]], data)
+            p, st, info = step(loss_fn, p, st, batch, key=None if keys is None else keys[t], optimizer=opt,
+                               perturbation=pert, perturbation_loss=obf)
+            losses.append(float(info.loss))
+        np.testing.assert_allclose(_flat(res.params), _flat(p), rtol=1e-12)
+        np.testing.assert_allclose(res.losses, losses, rtol=1e-12)
+        assert int(res.state.count) == 5
+    assert seen and seen[-1][0] == 5  # the progress callback saw the last step
+    with pytest.raises(TypeError, match="key: expected"):
+        train(loss_fn, params, data, idx, optimizer=opt, perturbation=RandomDirection(0.1))
+    with pytest.raises(ValueError, match="indices: expected"):
+        train(loss_fn, params, data, jnp.arange(4.0), optimizer=opt, perturbation=SAM(0.1))
+
+
+def test_ascent_gradient_is_the_training_or_the_obf_gradient(x64):
+    params, batch = _mlp_params(jax.random.key(0)), _batch(jax.random.key(1))
+    g = jax.grad(lambda p: loss_fn(p, None, batch)[0])(params)
+    np.testing.assert_allclose(_flat(ascent_gradient(loss_fn, params, batch)), _flat(g), rtol=1e-13)
+    obf = OBF(gamma=0.5, sigmoid=False)
+    a = obf_alpha(_logits(params, batch["x"]), batch["label"], obf.gamma, obf.lam, obf.sigmoid)
+    h = jax.grad(lambda p: obf_loss(_logits(p, batch["x"]), batch["label"], a, obf.sigmoid))(params)
+    np.testing.assert_allclose(_flat(ascent_gradient(loss_fn, params, batch, obf)), _flat(h), rtol=1e-12)
+    with pytest.raises(ValueError, match="labels"):
+        ascent_gradient(loss_fn, params, {"x": batch["x"]}, obf)
+
+
+def test_keys_are_checked_and_none_is_the_deterministic_path(x64):
+    params, batch = _mlp_params(jax.random.key(0)), _batch(jax.random.key(1))
+    opt = optax.sgd(0.1)
+    st = init(params, opt)
+    with pytest.raises(TypeError, match=r"key: expected a jax.random.key\(...\) array, got int"):
+        step(loss_fn, params, st, batch, key=1, optimizer=opt, perturbation=RandomDirection(0.1))
+    a = step(loss_fn, params, st, batch, optimizer=opt, perturbation=SAM(0.1))
+    b = step(loss_fn, params, st, batch, key=jax.random.key(5), optimizer=opt, perturbation=SAM(0.1))
+    np.testing.assert_array_equal(_flat(a.params), _flat(b.params))  # SAM does not use the key

@@ -112,3 +112,50 @@ def test_adversary_errors():
     tx = asam_adversary(0.1)
     with pytest.raises(ValueError, match="params"):
         tx.update({"a": jnp.ones(2)}, tx.init(None))
+
+
+def _step_loss_logits(p, s, batch):
+    z = jnp.tanh(batch["x"] @ p["w"] + p["b"])
+    return optax.softmax_cross_entropy_with_integer_labels(z, batch["label"]).mean(), {"logits": z}
+
+
+@pytest.mark.parametrize("pert", [SAM(0.2), GSAM(0.2, alpha=0.5)])
+def test_obf_through_the_transform_equals_step_with_obf(x64, pert):
+    from jaxcore.sam import OBF, ascent_gradient
+
+    params, batch = _params(jax.random.key(0)), _batch(jax.random.key(1))
+    opt, obf = optax.sgd(0.1, momentum=0.9), OBF(sigmoid=False)
+    tx = sharpness_aware_transform(opt, pert)
+    state = tx.init(params)
+    p = params
+    for _ in range(2):
+        u, state = tx.update(ascent_gradient(_step_loss_logits, p, batch, obf), state, p)  # ascent: OBF gradient
+        p = optax.apply_updates(p, u)
+        u, state = tx.update(jax.grad(_loss)(p, batch), state, p)  # descent: training gradient at w + eps
+        p = optax.apply_updates(p, u)
+    tr = sharpness_aware(_step_loss_logits, opt, pert, obf)
+    ref, st = params, tr.init(params)
+    for _ in range(2):
+        ref, st, _ = tr.step(ref, st, batch)
+    np.testing.assert_allclose(_flat(p), _flat(ref), rtol=1e-12)
+
+
+def test_random_direction_transform_takes_its_key_at_construction(x64):
+    from jaxcore.sam import RandomDirection
+
+    with pytest.raises(TypeError, match="key: expected"):
+        sharpness_aware_transform(optax.sgd(0.1), RandomDirection(0.1))
+    with pytest.raises(TypeError, match=r"key: expected a jax.random.key\(...\) array, got int"):
+        sharpness_aware_transform(optax.sgd(0.1), RandomDirection(0.1), key=3)
+    params = _params(jax.random.key(0))
+    g = jax.tree.map(jnp.ones_like, params)
+    outs = []
+    for seed in (1, 1, 2):
+        tx = sharpness_aware_transform(optax.sgd(0.1), RandomDirection(0.3), key=jax.random.key(seed))
+        u, s = tx.update(g, tx.init(params), params)
+        np.testing.assert_allclose(np.linalg.norm(_flat(u)), 0.3, rtol=1e-12)
+        outs.append(_flat(u))
+    np.testing.assert_array_equal(outs[0], outs[1])  # same key, same direction
+    assert not np.allclose(outs[0], outs[2])
+    # SAM needs no key: the deterministic path holds key=None in the state.
+    assert sharpness_aware_transform(optax.sgd(0.1), SAM(0.1)).init(params).key is None
