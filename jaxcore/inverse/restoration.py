@@ -443,8 +443,8 @@ def snore(
         >>> y = jnp.full((4, 4, 1), 0.6)
         >>> out = snore(jax.random.key(0), y, Identity(), GaussianMMSEDenoiser(0.5, 0.01),
         ...             constant_schedule(20, sigma=0.05, alpha=1.0, step_size=1e-3), 0.05)
-        >>> out.x.shape, bool(jnp.all((out.x > 0.5) & (out.x < 0.6)))
-        ((4, 4, 1), True)
+        >>> out.x.shape, round(float(out.x.mean()), 2)  # about the noiseless fixed point 0.583 (see red)
+        ((4, 4, 1), 0.58)
     """
     key, y, x0, x_true, sigma_y, schedule = _validate(key, y, operator, denoiser, schedule, sigma_y, x0, x_true,
                                                       random=True, sigma_positive=True)

@@ -61,7 +61,7 @@ def heldout_crops(size: int = 256) -> dict[str, np.ndarray]:
     """Central ``size x size`` crops of the held-out images :data:`TEST_IMAGES` (native channels).
 
     Args:
-        size: crop side in pixels (at most the smallest image side, 303).
+        size: crop side in pixels (at most the smallest image side, 300).
 
     Returns:
         ``{name: [size, size, C] float32 array in [0, 1]}``, C = 1 (camera) or 3.
