@@ -149,11 +149,11 @@ def test_second_call_with_same_shapes_does_not_recompile():
         (generators_module._stick_jit, dirichlet_process_stick_breaking),
     ]
     for program, gen in programs:
-        gen(jax.random.key(0), BASE, 1.0, 3, 4)
+        gen(jax.random.key(0), uniform_base(), 1.0, 3, 5)  # the doctests' shapes: compilations shared
         size = program._cache_size()
-        gen(jax.random.key(1), BASE, 2.5, 3, 4)  # another key and concentration: same program
+        gen(jax.random.key(1), uniform_base(), 2.5, 3, 5)  # another key and concentration: same program
         assert program._cache_size() == size, gen.__name__
-    hierarchical_gaussian(jax.random.key(0), 3, 4, scale=2.0)
+    hierarchical_gaussian(jax.random.key(0), 4, 3, dim=2)
     size = generators_module._gaussian_jit._cache_size()
-    hierarchical_gaussian(jax.random.key(1), 3, 4, mean=1.0, scale=0.5)
+    hierarchical_gaussian(jax.random.key(1), 4, 3, mean=1.0, scale=0.5, dim=2)
     assert generators_module._gaussian_jit._cache_size() == size

@@ -194,15 +194,15 @@ def test_validation_errors():
 def test_second_call_with_same_shapes_does_not_recompile():
     from jaxcore.ipm import hipm as hipm_module
 
-    rng = np.random.default_rng(9)
-    x, y = rng.random((4, 3)).astype(np.float32), rng.random((5, 3)).astype(np.float32)
+    # the shapes of the doctests, so that the compilations are shared with them
+    x = jnp.array([[0.1, 0.2], [0.3, 0.4]])
+    f1, f2 = jnp.array([[0.5, 0.0]]), jnp.array([[0.25, 0.25]])
     programs = {
-        "dlip": (hipm_module._dlip_jit, lambda: dlip(x, y, interval=(0.0, 1.0), num_grid=8, num_starts=2)),
-        "lower_bound": (hipm_module._lower_bound_jit, lambda: lower_bound(x, y)),
-        "hipm_features": (hipm_module._features_jit, lambda: hipm_features(x, interval=(0.0, 1.0), num_grid=8)),
-        "w1_empirical": (hipm_module._w1_jit, lambda: w1_empirical(x[0], y[0])),
-        "hipm_objective": (hipm_module._objective_jit,
-                           lambda: hipm_objective(np.ones(3, np.float32), x, y)),
+        "dlip": (hipm_module._dlip_jit, lambda: dlip(x, x + 0.25, interval=(0.0, 1.0), num_grid=20)),
+        "lower_bound": (hipm_module._lower_bound_jit, lambda: lower_bound(f1, f2)),
+        "hipm_features": (hipm_module._features_jit, lambda: hipm_features(f1, interval=(0.0, 1.0), num_grid=2)),
+        "w1_empirical": (hipm_module._w1_jit, lambda: w1_empirical(x[0], jnp.array([0.5, 1.5, 2.5]))),
+        "hipm_objective": (hipm_module._objective_jit, lambda: hipm_objective(jnp.array([1.0, -1.0]), f1, f2)),
     }
     for name, (program, call) in programs.items():
         jax.block_until_ready(call())
@@ -211,7 +211,7 @@ def test_second_call_with_same_shapes_does_not_recompile():
         assert program._cache_size() == size, name
     # another interval and other data of the same shapes reuse the compiled d_lip
     size = hipm_module._dlip_jit._cache_size()
-    dlip(x * 0.5, y, interval=(-1.0, 2.0), num_grid=8, num_starts=2)
+    dlip(x * 0.5, x, interval=(-1.0, 2.0), num_grid=20)
     assert hipm_module._dlip_jit._cache_size() == size
 
 
