@@ -97,6 +97,11 @@ def test_pad_atoms_keeps_the_measures(x64):
     np.testing.assert_allclose(hipm_features(px, interval=(0.0, 1.0), num_grid=7),
                                hipm_features(x, interval=(0.0, 1.0), num_grid=7), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(inner_cost_matrix(px, y), inner_cost_matrix(x, y), rtol=1e-12)
+    from jaxcore.ipm import samples as samples_module
+
+    size = samples_module._pad_jit._cache_size()
+    pad_atoms(x ** 2, 6)  # the same shapes: no new compilation
+    assert samples_module._pad_jit._cache_size() == size
     s = hierarchical_sample(x)
     same = pad_atoms(s, 3)
     assert same.uniform and np.array_equal(same.atoms, s.atoms) and np.array_equal(same.weights, s.weights)

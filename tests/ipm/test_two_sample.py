@@ -1,5 +1,6 @@
 """Tests of jaxcore.ipm.two_sample: permutation p-values with HIPM / WoW / lower-bound statistics."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -67,8 +68,14 @@ def test_validation_errors():
 def test_pool_stacks_and_pads(x64):
     rng = np.random.default_rng(3)
     x, y = rng.random((3, 4)), rng.random((2, 6))
+    from jaxcore.ipm import two_sample as two_sample_module
+
     s = pool(x, y)
-    assert s.atoms.shape == (5, 6) and not s.uniform
+    chex.assert_shape([s.atoms, s.weights], (5, 6))
+    assert not s.uniform
+    size = two_sample_module._pool_jit._cache_size()
+    pool(x ** 2, y * 0.5)  # the same shapes: no new compilation
+    assert two_sample_module._pool_jit._cache_size() == size
     np.testing.assert_allclose(s.means(), np.concatenate([x.mean(1), y.mean(1)]), rtol=1e-12)
     np.testing.assert_allclose(s.weights[:3, 4:], 0.0)
     np.testing.assert_allclose(s.atoms[:2], pad_atoms(x, 6).atoms[:2])
