@@ -131,6 +131,10 @@ def tree_dot(a: PyTree, b: PyTree) -> Float[Array, ""]:
         TypeError: a leaf is not a float array.
         ValueError: the structures or leaf shapes differ.
 
+    References:
+        Foret et al., "Sharpness-Aware Minimization for Efficiently Improving
+        Generalization", ICLR 2021, Eq. 2 (the global norm of SAM's perturbation).
+
     Examples:
         >>> import jax.numpy as jnp
         >>> from jaxcore.sam import tree_dot
@@ -158,6 +162,10 @@ def global_norm(tree: PyTree) -> Float[Array, ""]:
     Raises:
         TypeError: a leaf is not a float array.
 
+    References:
+        Foret et al., "Sharpness-Aware Minimization for Efficiently Improving
+        Generalization", ICLR 2021, Eq. 2 (the global norm of SAM's perturbation).
+
     Examples:
         >>> import jax.numpy as jnp
         >>> from jaxcore.sam import global_norm
@@ -182,6 +190,10 @@ def safe_normalize(tree: PyTree, scale: Any = 1.0) -> tuple[PyTree, Float[Array,
     Raises:
         TypeError: a leaf is not a float array, or ``scale`` is not a number.
         ValueError: ``scale`` is NaN or infinite.
+
+    References:
+        Foret et al., "Sharpness-Aware Minimization for Efficiently Improving
+        Generalization", ICLR 2021, Eq. 2 (the global norm of SAM's perturbation).
 
     Examples:
         >>> import jax.numpy as jnp
@@ -221,6 +233,10 @@ def rho_at(rho: Radius, count: Int[Array, ""] | int) -> Float[Array, ""]:
 
     Raises:
         TypeError, ValueError: ``rho`` is neither a schedule nor a finite number ``>= 0``.
+
+    References:
+        Zhuang et al., "Surrogate Gap Minimization Improves Sharpness-Aware
+        Training", ICLR 2022, Sec. 5.1 (scheduled radii).
 
     Examples:
         >>> import optax
@@ -296,6 +312,14 @@ def default_weight_mask(params: PyTree) -> PyTree:
 
     Returns:
         A pytree like ``params`` of Python bools (static: no array is computed).
+
+    Raises:
+        Nothing: every leaf has an ``ndim``.
+
+    References:
+        Kwon et al., "ASAM: Adaptive Sharpness-Aware Minimization for
+        Scale-Invariant Learning of Deep Neural Networks", ICML 2021, Sec. 4
+        (weights normalised, biases not).
 
     Examples:
         >>> import jax.numpy as jnp
@@ -517,6 +541,21 @@ class Perturbation(eqx.Module):
         rho: perturbation radius, a float ``>= 0`` or an ``optax.Schedule``
             ``count -> rho`` (a schedule's values are checked at run time).
         needs_key: class constant, True where :meth:`perturb` draws random numbers.
+
+    Raises:
+        TypeError: instantiating the abstract base itself; a non-numeric ``rho``.
+        ValueError: ``rho`` negative, NaN or infinite.
+
+    References:
+        Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
+        Within SAM Dynamics", ICML 2024, Sec. 4 (geometry and loss as two ingredients).
+
+    Examples:
+        >>> from jaxcore.sam import GSAM, SAM, Perturbation, RandomDirection
+        >>> [isinstance(p, Perturbation) for p in (SAM(0.05), GSAM(0.05), RandomDirection(0.05))]
+        [True, True, True]
+        >>> RandomDirection.needs_key, SAM.needs_key
+        (True, False)
     """
 
     rho: Radius = 0.05

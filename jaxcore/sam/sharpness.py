@@ -129,6 +129,17 @@ class PowerIterationResult(NamedTuple):
         eigenvalue: Rayleigh quotient ``v^T H v`` of the final unit vector (scalar).
         eigenvector: the unit vector ``v`` (pytree like ``params``).
         residual: ``||H v - eigenvalue v||`` (scalar; 0 at an exact eigenpair).
+
+    References:
+        Yao et al., "PyHessian", IEEE BigData 2020, Algorithm 1.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.sam import hessian_max_eigenvalue
+        >>> loss = lambda w, _, b: (jnp.sum(w ** 2), {})
+        >>> res = hessian_max_eigenvalue(jax.random.key(0), loss, jnp.ones(2), None, num_iters=2)
+        >>> round(float(res.eigenvalue), 4), round(float(res.residual), 4)
+        (2.0, 0.0)
     """
 
     eigenvalue: Float[Array, ""]
@@ -215,6 +226,17 @@ class MSharpnessResult(NamedTuple):
     Attributes:
         sharpness: mean over micro-batches (scalar, loss units).
         per_micro_batch: the ``[num_micro_batches]`` values (loss units).
+
+    References:
+        Foret et al., ICLR 2021, Sec. 4.1 (m-sharpness).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.sam import m_sharpness
+        >>> loss = lambda w, _, x: (jnp.mean(x @ w), {})  # linear: sharpness rho ||mean x||
+        >>> res = m_sharpness(loss, jnp.zeros(2), jnp.ones((4, 2)), num_micro_batches=4, rho=0.1)
+        >>> res.per_micro_batch.shape, round(float(res.sharpness), 4)
+        ((4,), 0.1414)
     """
 
     sharpness: Float[Array, ""]

@@ -59,6 +59,15 @@ class SAMState(NamedTuple):
         count: number of steps taken (int32 scalar); drives ``rho`` schedules.
         opt_state: the base optax optimizer's state.
         model_state: non-trainable model state (BatchNorm statistics) or None.
+
+    References:
+        Foret et al., ICLR 2021, Algorithm 1 (the state of the SAM loop).
+
+    Examples:
+        >>> import jax.numpy as jnp, optax
+        >>> from jaxcore.sam import init
+        >>> init(jnp.zeros(2), optax.sgd(0.1))._fields
+        ('count', 'opt_state', 'model_state')
     """
 
     count: jax.Array
@@ -76,6 +85,14 @@ class StepInfo(NamedTuple):
         perturbed_loss: training loss at ``w + epsilon`` (mean).
         ascent_norm: norm of the ascent gradient ``h`` (mean over micro-batches).
         rho: radius used at this step.
+
+    References:
+        Foret et al., ICLR 2021, Eq. 2-3 (loss at ``w`` and at ``w + epsilon``).
+
+    Examples:
+        >>> from jaxcore.sam import StepInfo
+        >>> StepInfo._fields
+        ('loss', 'aux', 'perturbed_loss', 'ascent_norm', 'rho')
     """
 
     loss: jax.Array
@@ -92,6 +109,14 @@ class StepResult(NamedTuple):
         params: the updated parameters ``w + optax_update(d)``.
         state: the new :class:`SAMState`.
         info: :class:`StepInfo` diagnostics.
+
+    References:
+        Foret et al., ICLR 2021, Algorithm 1.
+
+    Examples:
+        >>> from jaxcore.sam import StepResult
+        >>> StepResult._fields
+        ('params', 'state', 'info')
     """
 
     params: PyTree
@@ -112,6 +137,9 @@ def init(params: PyTree, optimizer: optax.GradientTransformation, model_state: P
 
     Raises:
         TypeError: ``optimizer`` is not an optax ``GradientTransformation``.
+
+    References:
+        Foret et al., ICLR 2021, Algorithm 1 (initialisation).
 
     Examples:
         >>> import jax.numpy as jnp, optax
@@ -517,6 +545,16 @@ class SharpnessAware(NamedTuple):
     Attributes:
         init: ``init(params, model_state=None) -> SAMState``.
         step: ``step(params, state, batch, *, key=None) -> StepResult``.
+
+    References:
+        Foret et al., ICLR 2021, Algorithm 1.
+
+    Examples:
+        >>> import jax.numpy as jnp, optax
+        >>> from jaxcore.sam import SAM, sharpness_aware
+        >>> tr = sharpness_aware(lambda w, _, b: (jnp.sum((w - b) ** 2), {}), optax.sgd(0.1), SAM(0.05))
+        >>> tr._fields
+        ('init', 'step')
     """
 
     init: Callable[..., SAMState]
@@ -593,6 +631,14 @@ class TrainResult(NamedTuple):
         perturbed_losses: ``[num_steps]`` loss at ``w + epsilon``.
         ascent_norms: ``[num_steps]`` norm of the ascent gradient.
         rhos: ``[num_steps]`` radius used at each step.
+
+    References:
+        Foret et al., ICLR 2021, Algorithm 1.
+
+    Examples:
+        >>> from jaxcore.sam import TrainResult
+        >>> TrainResult._fields
+        ('params', 'state', 'losses', 'perturbed_losses', 'ascent_norms', 'rhos')
     """
 
     params: PyTree

@@ -179,6 +179,16 @@ class SharpnessAwareTransformState(NamedTuple):
         ascent: ascent gradient ``h`` saved at the ascent call.
         key: PRNG key given at construction, split at each ascent call (used by
             ``RandomDirection``), or None (deterministic perturbations).
+
+    References:
+        Foret et al., ICLR 2021, Algorithm 1 (the two gradient calls of a step).
+
+    Examples:
+        >>> import jax.numpy as jnp, optax
+        >>> from jaxcore.sam import SAM, sharpness_aware_transform
+        >>> s = sharpness_aware_transform(optax.sgd(0.1), SAM(0.05)).init(jnp.zeros(2))
+        >>> int(s.phase), s.key is None
+        (0, True)
     """
 
     count: jax.Array
