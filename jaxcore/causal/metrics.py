@@ -378,8 +378,8 @@ def mmd_hamming_exact(samples: DAGSamples, edge_marginals: Float[Array, "d d"]) 
         >>> import numpy as np
         >>> from jaxcore.causal import make_samples, mmd_hamming_exact
         >>> a = make_samples(np.array([[[0, 1], [0, 0]], [[0, 0], [0, 0]]]))
-        >>> round(float(mmd_hamming_exact(a, np.array([[0, 0.5], [0, 0]]))), 6)
-        0.0
+        >>> round(float(mmd_hamming_exact(a, np.array([[0, 0.5], [0, 0]]))), 6)  # unbiased: may be < 0
+        -0.25
     """
     d = _check_samples(samples)
     if np.shape(edge_marginals) != (d, d):

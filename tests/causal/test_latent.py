@@ -30,3 +30,17 @@ def test_errors():
         dibs_svi(jax.random.key(0), np.zeros((5, 2)), weighting="x")
     with pytest.raises(ValueError, match="NaN"):
         dibs_svi(jax.random.key(0), np.full((5, 2), np.nan))
+
+
+def test_dibs_svi_progress_callback_and_result():
+    seen = []
+    x = np.random.default_rng(1).normal(size=(20, 2)).astype(np.float32)
+    res = dibs_svi(jax.random.key(1), x, num_steps=6, num_particles=8, weighting="uniform",
+                   progress=lambda step, m: seen.append((step, m["loss"])))
+    jax.effects_barrier()
+    assert [s for s, _ in seen] == [1, 2, 3, 4, 5, 6]
+    np.testing.assert_allclose([v for _, v in seen], np.asarray(res.losses), rtol=1e-6)
+    with pytest.raises(TypeError, match="key"):
+        dibs_svi(0, x, num_steps=2)
+    with pytest.raises(ValueError, match="num_steps"):
+        dibs_svi(jax.random.key(0), x, num_steps=0)
