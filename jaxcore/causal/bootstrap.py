@@ -27,6 +27,11 @@ class BootstrapResult(NamedTuple):
     Attributes:
         samples: :class:`DAGSamples` of the ``num_bootstrap`` MAP DAGs, equally weighted.
         log_scores: ``[num_bootstrap]`` each MAP DAG's log score on its own resample (nats).
+
+    Examples:
+        >>> from jaxcore.causal import BootstrapResult
+        >>> BootstrapResult._fields  # doctest: +ELLIPSIS
+        (...)
     """
 
     samples: DAGSamples

@@ -41,6 +41,11 @@ class EdgeMarginalsResult(NamedTuple):
             ``j`` is exactly the set with compressed index ``c``.
         log_evidence: ``log sum_orders sum_{G consistent} prod_j exp(table[j, pa_j])`` (nats,
             without the ``1/d!`` of the uniform order prior).
+
+    Examples:
+        >>> from jaxcore.causal import EdgeMarginalsResult
+        >>> EdgeMarginalsResult._fields  # doctest: +ELLIPSIS
+        (...)
     """
 
     edge_marginals: Float[Array, "d d"]
@@ -54,6 +59,11 @@ class MAPDAGResult(NamedTuple):
     Attributes:
         parents: ``[d]`` int32 parent bitmasks of a highest-scoring DAG.
         log_score: its log score ``sum_j table[j, pa_j]`` (nats).
+
+    Examples:
+        >>> from jaxcore.causal import MAPDAGResult
+        >>> MAPDAGResult._fields  # doctest: +ELLIPSIS
+        (...)
     """
 
     parents: Int[Array, " d"]

@@ -36,6 +36,11 @@ class DAGTable(NamedTuple):
         keys: ``[num_dags]`` int32 unique keys (:func:`dag_keys`), increasing.
         mec: ``[num_dags]`` int32 Markov equivalence class id in ``[0, num_mecs)``.
         num_mecs: number of equivalence classes.
+
+    Examples:
+        >>> from jaxcore.causal import DAGTable
+        >>> DAGTable._fields  # doctest: +ELLIPSIS
+        (...)
     """
 
     parents: np.ndarray
@@ -58,6 +63,9 @@ def dag_keys(parents) -> jax.Array:
 
     Raises:
         ValueError: ``d > 6``.
+
+    References:
+        M. Koivisto, K. Sood, "Exact Bayesian structure discovery in Bayesian networks", JMLR 5, 2004, sec. 3 (parent sets indexed as subsets).
 
     Examples:
         >>> from jaxcore.causal import dag_keys

@@ -44,6 +44,11 @@ class DiBSResult(NamedTuple):
         samples: :class:`DAGSamples` of ``num_particles`` graphs (cyclic draws carry weight 0).
         losses: ``[num_steps]`` negative ELBO at each SVI step (nats).
         acyclic_fraction: scalar fraction of the drawn graphs that are acyclic.
+
+    Examples:
+        >>> from jaxcore.causal import DiBSResult
+        >>> DiBSResult._fields  # doctest: +ELLIPSIS
+        (...)
     """
 
     samples: DAGSamples
@@ -63,6 +68,9 @@ def dibs_model(x, *, alpha=2.0, beta=5.0, weight_scale=1.0, sigma=1.0):
 
     Returns:
         None (numpyro records the sample sites ``Z``, ``W``, ``x`` and the factor).
+
+    Raises:
+        ImportError: numpyro is not installed (``pip install numpyro``).
 
     References:
         L. Lorch et al., "DiBS: differentiable Bayesian structure learning", NeurIPS 2021.

@@ -16,7 +16,7 @@ from jaxtyping import Array, Float
 from jaxcore._util import check_int, check_key, expected
 
 from .dynamic_programming import _subset_lse
-from .graphs import _acyclic_residual, _adj_to_parents, _compress, _expand, _parents_to_adj, _check_square
+from .graphs import _acyclic_residual, _adj_to_parents, _check_square, _compress, _expand, _is_dag_jit, _parents_to_adj
 from .samples import DAGSamples
 from .scores import ScoreTable, as_score_table
 
@@ -33,6 +33,11 @@ class MCMCResult(NamedTuple):
         log_scores: ``[num_chains, num_samples]`` trace of the chain's log score at each kept
             draw (nats): the DAG's ``sum_j table[j, pa_j]`` for structure MCMC, the order's
             ``sum_j logsumexp_{pa ⊆ pred(j)} table[j, pa]`` for order MCMC.
+
+    Examples:
+        >>> from jaxcore.causal import MCMCResult
+        >>> MCMCResult._fields  # doctest: +ELLIPSIS
+        (...)
     """
 
     samples: DAGSamples
@@ -167,8 +172,9 @@ def structure_mcmc(
         if a.shape[-2:] != (d, d) or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[0] != num_chains):
             raise ValueError(expected("init", f"shape [num_chains, d, d] or [d, d] with num_chains={num_chains}, "
                                               f"d={d}", f"shape {a.shape}", raw=True))
-        p0 = jnp.broadcast_to(_adj_to_parents((a != 0).astype(jnp.int32)), (num_chains, d))
-        if not bool(jnp.all(_acyclic_residual(p0) == 0)):
+        a = (a != 0).astype(jnp.int32)
+        p0 = jnp.broadcast_to(_adj_to_parents(a), (num_chains, d))
+        if not bool(jnp.all(_is_dag_jit(a))):
             raise ValueError(expected("init", "acyclic graphs (DAGs)", "a directed cycle or self-loop", raw=True))
     return _structure(key, t.table, p0, num_chains, num_samples, thin, burn_in)
 

@@ -93,6 +93,10 @@ class ScoreTable(eqx.Module):
             violated.
         TypeError: a non-float table or a non-int bound.
 
+    References:
+        M. Koivisto, K. Sood, "Exact Bayesian structure discovery in Bayesian networks", JMLR 5, 2004, sec. 3 (parent sets indexed as subsets).
+        D. Heckerman, D. Geiger, D. M. Chickering, "Learning Bayesian networks", Machine Learning 1995 (decomposable scores).
+
     Examples:
         >>> import jax.numpy as jnp
         >>> from jaxcore.causal import ScoreTable
@@ -546,6 +550,9 @@ def uniform_prior_table(d: int) -> ScoreTable:
     Raises:
         ValueError / TypeError: ``d`` not an int in 1..24.
 
+    References:
+        A. Karimi Mamaghan et al., "Challenges and considerations in the evaluation of Bayesian causal discovery", ICML 2024.
+
     Examples:
         >>> from jaxcore.causal import uniform_prior_table
         >>> float(uniform_prior_table(3).table.sum())
@@ -600,6 +607,9 @@ def sparsity_prior_table(d: int, penalty: float) -> ScoreTable:
     Raises:
         ValueError: negative ``penalty``.
 
+    References:
+        A. Karimi Mamaghan et al., "Challenges and considerations in the evaluation of Bayesian causal discovery", ICML 2024.
+
     Examples:
         >>> from jaxcore.causal import sparsity_prior_table
         >>> sparsity_prior_table(3, 2.0).table[0].tolist()
@@ -620,6 +630,9 @@ def order_modular_prior_table(d: int) -> ScoreTable:
 
     Returns:
         :class:`ScoreTable` ``[d, 2**(d-1)]`` (nats).
+
+    Raises:
+        ValueError / TypeError: ``d`` not an int in 1..24.
 
     References:
         N. Friedman, D. Koller, "Being Bayesian about network structure", Machine Learning 2003;
