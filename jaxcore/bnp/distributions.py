@@ -152,7 +152,7 @@ def gamma_rsample(key, a, shape=None):
     Args:
         key: PRNG key.
         a: shape parameter(s) ``> 0``.
-        shape: output shape (default ``a``'s shape); must broadcast with ``a``.
+        shape: output shape (default ``a``'s shape); broadcastable with ``a``.
 
     Returns:
         draws ``[*shape]`` float (``a``'s float dtype), differentiable in ``a``.
@@ -462,11 +462,13 @@ class IndianBuffetProcess(Distribution):
         buffet process", NeurIPS 2005, eq. (14) and Sec. 4.
 
     Examples:
-        >>> import jax
-        >>> d = IndianBuffetProcess(1.5, num_customers=4, max_features=8)
-        >>> z = d.sample(jax.random.key(0), (2,))
-        >>> z.shape, d.log_prob(z).shape
-        ((2, 4, 8), (2,))
+        >>> import numpy as np
+        >>> d = IndianBuffetProcess(1.5, num_customers=2, max_features=3)
+        >>> round(float(d.mean_num_features), 4)   # alpha * H_2
+        2.25
+        >>> z = np.array([[1, 1, 0], [0, 1, 0]], bool)  # customer 1: two dishes; customer 2: the second
+        >>> float(d.log_prob(z))  # 2 log 1.5 - 1.5 H_2 - log 2! + log(1! 0! / 2!) + log(0! 1! / 2!)
+        -3.518...
     """
 
     arg_constraints = {"alpha": constraints.positive}

@@ -311,3 +311,75 @@ def test_random_words_vmap_over_keys_equals_loop_and_threefry_blocks():
     kd = jax.random.key_data(keys[1])
     blocks = [np.asarray(jax.extend.random.threefry_2x32(kd, jnp.array([i, 0], jnp.uint32))) for i in range(4)]
     np.testing.assert_array_equal(loop[1], np.concatenate(blocks)[:n])
+
+
+# ----------------------------------------------------------------------------- public step, fit, jit caches
+
+
+def _fixed_model(key):
+    """A small network without structure adaptation: the cheapest program to compile."""
+    return AdaptiveMLP(3, 4, 1, 2, 2, key=key, adapt_structure=False)
+
+
+def test_make_svi_step_is_value_and_grad_of_elbo_then_adam(key):
+    """The public step equals -ELBO (the public method, same key), its gradient and optax's Adam update."""
+    model = _fixed_model(key)
+    prior = jax.tree.map(lambda a: a + 0.1, model.init_prior())
+    x, y = _data(jax.random.key(11), n=8, d=3, c=2)
+    opt = optax.adam(1e-2)
+    step = make_svi_step(opt, num_samples=2)
+    k = jax.random.key(12)
+    out = step(k, FitState(model, opt.init(model)), prior, x, y, 1, 40.0)
+    assert isinstance(out, SVIStepResult) and isinstance(out.state, FitState)
+    np.testing.assert_allclose(out.loss, -model.elbo(k, prior, x, y, 1, 40.0, num_samples=2)[0], rtol=1e-6)
+    grads = jax.jit(jax.grad(lambda m: -m.elbo(k, prior, x, y, 1, 40.0, num_samples=2)[0]))(model)
+    for g, h in zip(jax.tree.leaves(out.grads), jax.tree.leaves(grads)):
+        np.testing.assert_allclose(g, h, rtol=1e-5, atol=1e-8)
+    updates, _ = opt.update(grads, opt.init(model), model)
+    for u, v in zip(jax.tree.leaves(out.state.params), jax.tree.leaves(optax.apply_updates(model, updates))):
+        np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-7)
+    # a second call with the same shapes reuses the compiled program
+    size = model_module._svi_step_jit._cached._cache_size()
+    step(jax.random.key(13), out.state, prior, x + 1.0, y, 1, 40.0)
+    assert model_module._svi_step_jit._cached._cache_size() == size
+    with pytest.raises(TypeError, match="key: expected"):
+        step(0, out.state, prior, x, y, 1, 40.0)
+    with pytest.raises(ValueError, match="num_samples: expected"):
+        make_svi_step(opt, num_samples=0)
+
+
+def test_fit_result_history_progress_and_no_recompile(key):
+    model = _fixed_model(key)
+    prior = model.init_prior()
+    x, y = _data(jax.random.key(14), n=16, d=3, c=2)
+    res = fit(jax.random.key(15), model, prior, x, y, 16, 0, num_steps=4, batch_size=4, num_samples=1)
+    assert isinstance(res, FitResult) and res.losses.shape == (4,) and np.all(np.isfinite(res.losses))
+    assert jax.tree.structure(res.params) == jax.tree.structure(model)
+    size = model_module._fit_jit._cached._cache_size()
+    # other key, task, number of rows, learning rate and KL weight: the same compiled program
+    again = fit(jax.random.key(16), model, prior, x, y, 12, 1, num_steps=4, batch_size=4, num_samples=1,
+                learning_rate=5e-2, kl_weight=0.5)
+    assert model_module._fit_jit._cached._cache_size() == size
+    assert not np.allclose(again.losses, res.losses)
+    seen = []
+    reported = fit(jax.random.key(15), model, prior, x, y, 16, 0, num_steps=4, batch_size=4, num_samples=1,
+                   progress=lambda step, metrics: seen.append((step, metrics["loss"])))
+    jax.block_until_ready(reported.losses)
+    assert seen and seen[-1][0] == 4
+    np.testing.assert_allclose(reported.losses, res.losses, rtol=1e-6)  # reporting does not change the fit
+    np.testing.assert_allclose(seen[-1][1], res.losses[-1], rtol=1e-6)
+
+
+def test_model_methods_do_not_recompile(key):
+    model = _fixed_model(key)
+    prior = model.init_prior()
+    x, y = _data(jax.random.key(17), n=8, d=3, c=2)
+    model.elbo(jax.random.key(1), prior, x, y, 0, 10.0)
+    model.predict_logits(model.hard_masks(), x, 0)
+    sizes = [p._cached._cache_size() for p in (model_module._elbo_jit, model_module._predict_logits_jit,
+                                               model_module._hard_masks_jit)]
+    other = jax.tree.map(lambda a: a + 0.5, model)
+    other.elbo(jax.random.key(2), prior, x + 1.0, y, 0, 10.0)
+    other.predict_logits(other.hard_masks(), x + 1.0, 0)
+    assert [p._cached._cache_size() for p in (model_module._elbo_jit, model_module._predict_logits_jit,
+                                              model_module._hard_masks_jit)] == sizes
