@@ -594,6 +594,9 @@ class BernoulliProcessMask(Distribution):
         log_pi: ``log pi`` of the layer, broadcastable against ``gamma`` (<= 0).
         gamma: per-weight offsets ``[..., out, in]`` (any real).
 
+    Raises:
+        ValueError: a concrete ``log_pi`` that is NaN or > 0.
+
     References:
         Thapa & Li, "Bayesian Adaptation of Network Depth and Width for
         Continual Learning", ICML 2024, Sec. 3 (width as a Bernoulli process).
