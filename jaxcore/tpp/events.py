@@ -190,9 +190,24 @@ class EventBatch(eqx.Module):
 def validate_sequence(times: np.ndarray, marks: np.ndarray, T: float, num_marks: int, *, index: int = 0) -> None:
     """Check one sequence: finite, non-negative, sorted times inside ``[0, T]``; marks in range.
 
+    Args:
+        times: ``[n]`` float event times; marks: ``[n]`` int event types.
+        T: the window end; num_marks: number of event types ``K``.
+        index: the sequence's position, used in messages.
+
+    Returns:
+        None.
+
     Raises:
         ValueError: naming ``times[index][position]`` (or ``marks[...]``, ``T[index]``)
             and the offending and expected values.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxcore.tpp import validate_sequence
+        >>> validate_sequence(np.array([0.5, 0.2]), np.zeros(2, int), 1.0, 1, index=3)
+        Traceback (most recent call last):
+        ValueError: times[3][1]: expected event times sorted in non-decreasing order (a time >= times[3][0] = 0.5), got 0.2
     """
     if not np.isfinite(T) or T < 0:
         raise ValueError(f"T[{index}]: expected a finite, non-negative window end, got {T}")
@@ -242,6 +257,11 @@ class EventSplits(NamedTuple):
         num_marks: number of event types ``K``.
         mark_names: ``K`` names of the event types.
         unit: the time unit and windowing of the set (text).
+
+    Examples:
+        >>> from jaxcore.tpp import EventSplits
+        >>> EventSplits._fields
+        ('train', 'valid', 'test', 'num_marks', 'mark_names', 'unit')
     """
 
     train: EventBatch

@@ -23,6 +23,11 @@ class FitResult(NamedTuple):
         model: the fitted model (same class as the initial one).
         losses: ``[num_steps]`` negative log-likelihood per event (nats) along the optimisation
             (the loss at the parameters each step started from).
+
+    Examples:
+        >>> from jaxcore.tpp import FitResult
+        >>> FitResult._fields
+        ('model', 'losses')
     """
 
     model: Any
@@ -65,12 +70,11 @@ def fit_mle(model: Any, batch: EventBatch, *, num_steps: int = 100,
         for large scale optimization", Math. Programming 45, 1989.
 
     Examples:
-        >>> import jax
-        >>> from jaxcore.tpp import Poisson, fit_mle
-        >>> batch, _ = Poisson(2.0).simulate(jax.random.key(0), 10.0, 64, 4)
-        >>> res = fit_mle(Poisson(1.0), batch, num_steps=10)
+        >>> from jaxcore.tpp import SharedDecayHawkes, event_batches, fit_mle
+        >>> train = event_batches("coal").train       # 24 four-year windows of coal-mining disasters
+        >>> res = fit_mle(SharedDecayHawkes(0.5, 0.5, 1.0), train, num_steps=20)
         >>> res.losses.shape, bool(res.losses[-1] < res.losses[0])
-        ((10,), True)
+        ((20,), True)
     """
     check_batch(batch)
     num_steps = check_int(num_steps, "num_steps", minimum=1)

@@ -119,16 +119,23 @@ class Hawkes(eqx.Module):
             ``lambda_k`` by an event of type ``j``.
         beta: decay rates ``[K, K]`` (> 0, per unit time). A scalar is broadcast.
 
-    Example:
-        >>> import jax, jax.numpy as jnp
-        >>> from jaxcore.tpp import EventBatch, Hawkes
-        >>> model = Hawkes(jnp.array([0.2]), jnp.array([[0.8]]), 1.0)
-        >>> batch = EventBatch.from_sequences([[0.5, 1.0, 4.0]], T=5.0)
-        >>> ll = model.log_likelihood(batch)   # [1]
+    Raises:
+        ValueError: wrong shapes; non-positive ``mu``/``beta``, negative ``alpha``, NaN/inf.
 
     References:
         Hawkes (1971); Ozaki (1979), eq. 2.5; Zhang et al., "Neural
         Jump-Diffusion Temporal Point Processes", ICML 2024, Sec. 3.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.tpp import EventBatch, Hawkes
+        >>> model = Hawkes(jnp.array([0.2]), jnp.array([[0.8]]), 1.0)
+        >>> batch = EventBatch.from_sequences([[0.5, 1.0, 4.0]], T=5.0)
+        >>> model.log_likelihood(batch).shape, round(float(model.branching_ratio()), 6)
+        ((1,), 0.8)
+        >>> sample, overflow = model.simulate(jax.random.key(0), 10.0, 64, 2)   # Ogata thinning
+        >>> sample.times.shape, overflow.shape
+        ((2, 64), (2,))
     """
 
     mu: Float[Array, " K"]
@@ -337,6 +344,21 @@ class HawkesSDE(JumpDiffusion):
     With ``eta = log lambda``: ``d eta_k = beta (mu_k e^{-eta_k} - 1) dt`` and, at
     an event of type ``j``, ``eta_k -> log(e^{eta_k} + alpha[k, j])``, i.e. the
     jump ``h(eta)[k, j] = log(1 + alpha[k, j] e^{-eta_k})``. Starts at ``eta = log mu``.
+    Built by :meth:`Hawkes.jump_diffusion` / :meth:`SharedDecayHawkes.jump_diffusion`.
+
+    Attributes:
+        mu: ``[K]`` baseline rates; alpha: ``[K, K]`` jumps; beta: scalar shared decay (per unit time).
+
+    References:
+        Zhang et al., ICML 2024, Sec. 3 (classical TPPs as jump-diffusions).
+
+    Examples:
+        >>> from jaxcore.tpp import EventBatch, Hawkes, solve
+        >>> batch = EventBatch.from_sequences([[0.5, 1.0, 4.0]], T=5.0)
+        >>> model = Hawkes(0.2, 0.8, 1.0)
+        >>> exact = solve(model.jump_diffusion(), batch, method="exact").log_likelihood
+        >>> bool(abs(exact[0] - model.log_likelihood(batch)[0]) < 1e-4)
+        True
     """
 
     mu: Float[Array, " K"]

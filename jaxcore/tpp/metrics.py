@@ -149,6 +149,11 @@ class NextEventPrediction(NamedTuple):
         type: predicted type (int32).
         type_probs: ``[B, L, K]`` predicted type probabilities.
         valid: True where event ``i+1`` exists (targets ``times[:, i+1]``, ``marks[:, i+1]``).
+
+    Examples:
+        >>> from jaxcore.tpp import NextEventPrediction
+        >>> NextEventPrediction._fields
+        ('time', 'type', 'type_probs', 'valid')
     """
 
     time: Array
@@ -291,6 +296,11 @@ class EvaluationResult(NamedTuple):
         rmse: root mean squared error of the predicted next-event time (the batch's time unit).
         accuracy: fraction of next-event types predicted correctly, in [0, 1].
         ks: time-rescaling KS statistic of the pooled rescaled gaps against Exp(1), in [0, 1].
+
+    Examples:
+        >>> from jaxcore.tpp import EvaluationResult
+        >>> EvaluationResult._fields
+        ('nll', 'rmse', 'accuracy', 'ks')
     """
 
     nll: Array

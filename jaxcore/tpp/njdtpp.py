@@ -47,12 +47,13 @@ class NJDTPP(JumpDiffusion):
         eta0: learned initial log-intensity ``[K]``.
         width, depth, activation: the MLP configuration (static, for checkpoints).
 
-    Example:
+    Examples:
         >>> import jax
         >>> from jaxcore.tpp import NJDTPP, EventBatch, solve
-        >>> model = NJDTPP(num_marks=2, key=jax.random.key(0))
+        >>> model = NJDTPP(num_marks=2, key=jax.random.key(0), width=4, depth=1)
         >>> batch = EventBatch.from_sequences([[0.3, 1.2]], [[0, 1]], T=2.0, num_marks=2)
-        >>> ll = solve(model, batch, jax.random.key(1)).log_likelihood   # [1]
+        >>> solve(model, batch, jax.random.key(1), num_substeps=1).log_likelihood.shape
+        (1,)
 
     References:
         Zhang et al., ICML 2024, Sec. 4 (eqs. 5-9).
@@ -138,7 +139,26 @@ class NJDTPP(JumpDiffusion):
 
 
 def save_checkpoint(path: str | pathlib.Path, model: NJDTPP) -> None:
-    """Write an NJDTPP's configuration (JSON header line) and weights (equinox serialisation) to ``path``."""
+    """Write an NJDTPP's configuration (JSON header line) and weights (equinox serialisation) to ``path``.
+
+    Args:
+        path: file to write.
+        model: the :class:`NJDTPP`.
+
+    Returns:
+        None.
+
+    Raises:
+        TypeError: ``model`` is not an NJDTPP.
+
+    Examples:
+        >>> import jax, tempfile, pathlib
+        >>> from jaxcore.tpp import NJDTPP, load_checkpoint, save_checkpoint
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "model.eqx"
+        >>> save_checkpoint(path, NJDTPP(2, key=jax.random.key(0), width=4))
+        >>> load_checkpoint(path).width
+        4
+    """
     if not isinstance(model, NJDTPP):
         raise TypeError(expected("model", "an NJDTPP", type(model).__name__, raw=True))
     header = {"num_marks": model.num_marks, "width": model.width, "depth": model.depth,
@@ -151,8 +171,25 @@ def save_checkpoint(path: str | pathlib.Path, model: NJDTPP) -> None:
 def load_checkpoint(path: str | pathlib.Path) -> NJDTPP:
     """Read a model written by :func:`save_checkpoint`.
 
+    The header gives the configuration; the weights are read into a shape template built by
+    ``eqx.filter_eval_shape`` (no weights are drawn).
+
+    Args:
+        path: a file written by :func:`save_checkpoint`.
+
+    Returns:
+        The :class:`NJDTPP`.
+
     Raises:
         ValueError: the file has no valid header.
+
+    Examples:
+        >>> import jax, tempfile, pathlib
+        >>> from jaxcore.tpp import NJDTPP, load_checkpoint, save_checkpoint
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "model.eqx"
+        >>> save_checkpoint(path, NJDTPP(1, key=jax.random.key(0), width=4, depth=1))
+        >>> load_checkpoint(path).num_marks
+        1
     """
     with open(path, "rb") as f:
         line = f.readline()
@@ -178,6 +215,11 @@ class TrainResult(NamedTuple):
         losses: ``[num_steps]`` minibatch train NLL per event (nats) at each step.
         valid_losses: ``[num_evals]`` validation NLL per event (nats) at each evaluation
             (every ``eval_every`` steps and at the last); empty without a validation batch.
+
+    Examples:
+        >>> from jaxcore.tpp import TrainResult
+        >>> TrainResult._fields
+        ('model', 'losses', 'valid_losses')
     """
 
     model: NJDTPP
@@ -240,8 +282,8 @@ def train(
         >>> import jax
         >>> from jaxcore.tpp import NJDTPP, EventBatch, train
         >>> batch = EventBatch.from_sequences([[0.5, 1.0], [0.2, 1.5]], T=2.0)
-        >>> model = NJDTPP(1, key=jax.random.key(0), width=4, depth=1)
-        >>> res = train(jax.random.key(1), model, batch, num_steps=3, batch_size=2, num_substeps=2)
+        >>> model = NJDTPP(1, key=jax.random.key(0), width=2, depth=0)
+        >>> res = train(jax.random.key(1), model, batch, num_steps=3, batch_size=2, num_substeps=1)
         >>> res.losses.shape, res.valid_losses.shape
         ((3,), (0,))
     """

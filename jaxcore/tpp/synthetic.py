@@ -2,7 +2,8 @@
 
 Each generator is a named function of its own (never a stand-in for real data): it samples
 ``num_sequences`` sequences on ``[0, T]`` from the model with the paper's parameters and refuses
-to return a truncated set.
+to return a truncated set. The key comes first; the sizes are keyword-only (the models'
+``simulate(key, T, max_events, num_sequences)`` takes them positionally).
 
 References:
     S. Zhang, C. Zhou, Y. Liu, P. Zhang, X. Lin, Z.-M. Ma, "Neural Jump-Diffusion Temporal
@@ -38,7 +39,7 @@ def _sample(model: Any, key: PRNGKeyArray, num_sequences: int, T: float, max_eve
     return batch
 
 
-def synthetic_poisson(key: PRNGKeyArray, num_sequences: int = 64, T: float = 100.0,
+def synthetic_poisson(key: PRNGKeyArray, *, num_sequences: int = 64, T: float = 100.0,
                       max_events: int = 200) -> EventBatch:
     """The paper's synthetic Poisson set: a homogeneous Poisson process of rate ``lambda = 1``.
 
@@ -67,7 +68,7 @@ def synthetic_poisson(key: PRNGKeyArray, num_sequences: int = 64, T: float = 100
     return _sample(Poisson(1.0), key, num_sequences, T, max_events)
 
 
-def synthetic_hawkes(key: PRNGKeyArray, num_sequences: int = 64, T: float = 100.0,
+def synthetic_hawkes(key: PRNGKeyArray, *, num_sequences: int = 64, T: float = 100.0,
                      max_events: int = 400) -> EventBatch:
     """The paper's synthetic Hawkes set: exponential Hawkes ``mu = 0.2, alpha = 0.8, beta = 1.0``.
 
@@ -96,7 +97,7 @@ def synthetic_hawkes(key: PRNGKeyArray, num_sequences: int = 64, T: float = 100.
     return _sample(Hawkes(0.2, 0.8, 1.0), key, num_sequences, T, max_events)
 
 
-def synthetic_self_correcting(key: PRNGKeyArray, num_sequences: int = 64, T: float = 100.0,
+def synthetic_self_correcting(key: PRNGKeyArray, *, num_sequences: int = 64, T: float = 100.0,
                               max_events: int = 400) -> EventBatch:
     """The paper's synthetic self-correcting set: ``lambda(t) = exp(0.5 t - 0.2 N(t-))``.
 
