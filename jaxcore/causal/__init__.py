@@ -14,13 +14,13 @@ weighted-DAG-sample format (:class:`DAGSamples` inside :class:`MCMCResult` /
 >>> import jax, numpy as np
 >>> from jaxcore import causal
 >>> from jaxcore.datasets.causal_data import sample_linear_gaussian_network
->>> net = causal.random_linear_gaussian_network(0, 4, 0.5)
->>> x = sample_linear_gaussian_network(net, 200, seed=0)
->>> x = (x - x.mean(0)) / x.std(0)
->>> table = causal.bge_local_scores(x) + causal.erdos_renyi_prior_table(4, 0.5)
->>> post = causal.exact_posterior(table)                       # all 543 DAGs
->>> mcmc = causal.structure_mcmc(jax.random.key(0), table, num_samples=200, burn_in=100)
->>> q = causal.dag_distribution(mcmc.samples, causal.enumerate_dags(4))
+>>> net = causal.random_linear_gaussian_network(0, 3, 0.5)
+>>> x = sample_linear_gaussian_network(net, 50, seed=0)
+>>> x = ((x - x.mean(0)) / x.std(0)).astype(np.float32)
+>>> table = causal.bge_local_scores(x) + causal.erdos_renyi_prior_table(3, 0.5)
+>>> post = causal.exact_posterior(table)                       # all 25 DAGs
+>>> mcmc = causal.structure_mcmc(jax.random.key(0), table, num_chains=2, num_samples=20, thin=2, burn_in=10)
+>>> q = causal.dag_distribution(mcmc.samples, causal.enumerate_dags(3))
 >>> tv = float(causal.total_variation(q, np.exp(post.log_prob)))
 >>> e_shd = float(causal.expected_shd(mcmc.samples, net["adjacency"]))
 >>> 0.0 <= tv <= 1.0 and e_shd >= 0.0

@@ -6,7 +6,7 @@ ancestor-or-self of a parent in ``G'``: ``C ∩ anc*(P) = ∅``. Every DAG arise
 exactly once, so the table is built with a few vectorised NumPy passes per
 node (no loop over candidate graphs): 29281 DAGs (d = 5) in milliseconds and
 3781503 (d = 6) in about a second. The result is stored as parent bitmasks
-``[n_dags, d]`` uint8 (22 MiB for d = 6), sorted by :func:`dag_keys`, together
+``[num_dags, d]`` uint8 (22 MiB for d = 6), sorted by :func:`dag_keys`, together
 with each DAG's Markov-equivalence-class id (skeleton + v-structures), in ``cache_dir()/causal``.
 """
 

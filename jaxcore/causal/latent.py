@@ -182,9 +182,9 @@ def dibs_svi(
         >>> import jax, numpy as np
         >>> from jaxcore.causal import dibs_svi
         >>> x = np.random.default_rng(0).normal(size=(20, 2)).astype(np.float32)
-        >>> res = dibs_svi(jax.random.key(0), x, num_steps=5, num_particles=8)
+        >>> res = dibs_svi(jax.random.key(0), x, num_steps=6, num_particles=8, weighting="uniform")
         >>> res.samples.adjacency.shape, res.losses.shape
-        ((8, 2, 2), (5,))
+        ((8, 2, 2), (6,))
     """
     check_key(key)
     x = check_data(data)

@@ -167,7 +167,7 @@ def _mec_logsumexp(log_prob, mec, num_mecs):
     return jnp.log(s) + m_safe
 
 
-def mec_posterior(log_prob: Float[Array, " n_dags"], dags: DAGTable) -> Float[Array, " num_mecs"]:
+def mec_posterior(log_prob: Float[Array, " num_dags"], dags: DAGTable) -> Float[Array, " num_mecs"]:
     """Posterior of each Markov equivalence class: ``sum_{G in class} p(G)`` (a segment sum).
 
     Args:
@@ -195,7 +195,7 @@ def mec_posterior(log_prob: Float[Array, " n_dags"], dags: DAGTable) -> Float[Ar
     return _mec_sum(lp, jnp.asarray(dags.mec), num_mecs=int(dags.num_mecs))
 
 
-def mec_log_posterior(log_prob: Float[Array, " n_dags"], dags: DAGTable) -> Float[Array, " num_mecs"]:
+def mec_log_posterior(log_prob: Float[Array, " num_dags"], dags: DAGTable) -> Float[Array, " num_mecs"]:
     """Log posterior of each Markov equivalence class: ``logsumexp_{G in class} log p(G)``.
 
     A segment ``logsumexp`` (per-class maximum subtracted first), so classes whose probability

@@ -205,7 +205,7 @@ def _segment_sum(values, idx, num_segments):
     return jax.ops.segment_sum(values, idx, num_segments=num_segments)
 
 
-def dag_distribution(samples: DAGSamples, dags: DAGTable) -> Float[Array, " n_dags"]:
+def dag_distribution(samples: DAGSamples, dags: DAGTable) -> Float[Array, " num_dags"]:
     """The sample's distribution over the enumerated DAGs (weights summed per DAG).
 
     Args:
@@ -246,7 +246,7 @@ def dag_distribution(samples: DAGSamples, dags: DAGTable) -> Float[Array, " n_da
     return _segment_sum(samples.weights, idx, num_segments=int(dags.keys.shape[0]))
 
 
-def mec_distribution(dag_probs: Float[Array, " n_dags"], dags: DAGTable) -> Float[Array, " num_mecs"]:
+def mec_distribution(dag_probs: Float[Array, " num_dags"], dags: DAGTable) -> Float[Array, " num_mecs"]:
     """Sum a distribution over DAGs into one over Markov equivalence classes.
 
     Args:
