@@ -450,7 +450,7 @@ def wow(
     epsilon: float = 1e-2,
     outer_epsilon: float = 1e-2,
     max_iterations: int = 2000,
-) -> Float[Array, ""]:
+) -> WoWResult:
     """Empirical Wasserstein-over-Wasserstein distance WoW_p between two hierarchical samples.
 
     WoW_p^p = min_{pi in Pi(1/n1, 1/n2)} sum_ij pi_ij W_p^p(P_i, R_j), the
