@@ -175,8 +175,20 @@ def _crop_sampler(images: list[np.ndarray], probs: np.ndarray, rng: np.random.Ge
     return batch
 
 
-def _train_chunk(params, static, opt_state, key, batches, steps, optimizer, sigma_max, prog):
+def _optimizer(learning_rate, num_steps: int, warmup_steps: int) -> optax.GradientTransformation:
+    """Adam with the recipe's learning-rate schedule (``learning_rate`` may be traced: one compilation for all)."""
+    if warmup_steps:
+        schedule = optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, num_steps,
+                                                      end_value=0.01 * learning_rate)
+    else:
+        schedule = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=0.01)
+    return optax.adam(schedule)
+
+
+def _train_chunk(params, static, opt_state, key, batches, steps, learning_rate, sigma_max, prog, *,
+                 num_steps: int, warmup_steps: int):
     """``len(steps)`` Adam steps as one ``lax.scan`` over pre-drawn batches ``[L, B, P, P, 3]``."""
+    optimizer = _optimizer(learning_rate, num_steps, warmup_steps)
 
     def body(carry, inp):
         params, opt_state, key = carry
@@ -192,7 +204,8 @@ def _train_chunk(params, static, opt_state, key, batches, steps, optimizer, sigm
 
         loss, g = jax.value_and_grad(loss_fn)(params)
         upd, opt_state = optimizer.update(g, opt_state, params)
-        prog.update(i, {"loss": loss})
+        if prog is not None:
+            prog.update(i, {"loss": loss})
         return (optax.apply_updates(params, upd), opt_state, key), loss
 
     (params, opt_state, key), losses = jax.lax.scan(body, (params, opt_state, key), (batches, steps))
@@ -242,7 +255,8 @@ def train_denoiser(
         sampling: "image" (each crop's image uniformly) or "area" (in proportion to its area).
         crop_seed: seed of the host crop sampler (None: drawn from ``key``).
         chunk_size: steps per compiled scan (memory: ``chunk_size`` minibatches at once).
-        progress: False, True (a progress bar) or ``fn(step, {"loss": ...})``.
+        progress: False, True (a progress bar) or ``fn(step, {"loss": ...})`` (a progress sink is
+            part of the compiled program: with one, each call compiles anew).
 
     Returns:
         :class:`DenoiserTrainResult` with the trained model and the ``[num_steps]`` losses.
@@ -261,9 +275,10 @@ def train_denoiser(
         >>> from jaxcore.inverse import DnCNN, train_denoiser
         >>> img = np.random.default_rng(0).random((16, 16, 3)).astype(np.float32)
         >>> net = DnCNN(key=jax.random.key(0), channels=3, features=4, depth=2)
-        >>> out = train_denoiser(jax.random.key(1), net, [img], num_steps=3, batch_size=2, patch_size=8)
+        >>> out = train_denoiser(jax.random.key(1), net, [img], num_steps=4, batch_size=2, patch_size=6,
+        ...                      chunk_size=2)
         >>> out.losses.shape
-        (3,)
+        (4,)
     """
     key = check_key(key)
     if not isinstance(model, AbstractDenoiser):
@@ -294,22 +309,18 @@ def train_denoiser(
         probs = np.full(len(images), 1.0 / len(images))
     batch = _crop_sampler(images, probs, rng, batch_size, patch_size)
 
-    if warmup_steps:
-        schedule = optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, num_steps,
-                                                      end_value=0.01 * learning_rate)
-    else:
-        schedule = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=0.01)
-    optimizer = optax.adam(schedule)
     params, static = eqx.partition(model, eqx.is_inexact_array)
-    opt_state = optimizer.init(params)
-    prog = Progress(progress, num_steps, "train denoiser")
-    sigma_max_arr = jnp.float32(sigma_max)
+    opt_state = _optimizer(learning_rate, num_steps, warmup_steps).init(params)
+    # no progress: nothing host-side in the program, so a second call with the same shapes does not recompile
+    prog = Progress(progress, num_steps, "train denoiser") if progress is not False else None
+    sigma_max_arr, lr_arr = jnp.float32(sigma_max), jnp.float32(learning_rate)
     losses = []
     for start in range(0, num_steps, chunk_size):
         length = min(chunk_size, num_steps - start)
         batches = jnp.asarray(np.stack([batch() for _ in range(length)]))
         steps = jnp.arange(start, start + length)
-        params, opt_state, key, chunk_losses = _train_chunk_program(params, static, opt_state, key, batches, steps,
-                                                                    optimizer, sigma_max_arr, prog)
+        params, opt_state, key, chunk_losses = _train_chunk_program(
+            params, static, opt_state, key, batches, steps, lr_arr, sigma_max_arr, prog,
+            num_steps=num_steps, warmup_steps=warmup_steps)
         losses.append(chunk_losses)
     return DenoiserTrainResult(eqx.combine(params, static), jnp.concatenate(losses))

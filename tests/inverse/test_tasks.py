@@ -1,5 +1,6 @@
 """Tests of jaxcore.inverse.tasks: the paper's degradations, built once for computation and display."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,8 +38,7 @@ def test_each_task_is_its_operator(key):
             np.testing.assert_allclose(jnp.sum(task.kernel), 1.0, rtol=1e-5)
     # the blurs share one pytree structure and leaf shapes: one compilation serves all three
     blurs = [make_task(key, n, (32, 32), 0.0).operator for n in ("gaussian_blur", "uniform_blur", "motion_blur")]
-    assert len({jax.tree.structure(b) for b in blurs}) == 1
-    assert len({tuple(a.shape for a in jax.tree.leaves(b)) for b in blurs}) == 1
+    chex.assert_trees_all_equal_shapes_and_dtypes(*blurs)
     # the random tasks depend on the key
     a, b = (make_task(k, "motion_blur", (32, 32), 0.0).kernel for k in (key, jax.random.key(1)))
     assert not np.allclose(a, b)

@@ -51,19 +51,30 @@ def _reference(key, model, images, *, num_steps, batch_size, patch_size, lr, sig
 
 def test_scanned_training_equals_the_step_by_step_recipe():
     net = DnCNN(key=jax.random.key(0), channels=3, features=4, depth=2)
-    kw = dict(num_steps=5, batch_size=2, patch_size=6)
+    kw = dict(num_steps=4, batch_size=2, patch_size=6)
     reports = []
     out = train_denoiser(jax.random.key(1), net, _images(), learning_rate=1e-2, sigma_max=0.2, crop_seed=3,
                          chunk_size=2, progress=lambda step, m: reports.append((step, m["loss"])), **kw)
     ref_model, ref_losses = _reference(jax.random.key(1), net, _images(), lr=1e-2, sigma_max=0.2, crop_seed=3,
-                                       **{"num_steps": 5, "batch_size": 2, "patch_size": 6})
-    assert out.losses.shape == (5,)
+                                       **kw)
+    assert out.losses.shape == (4,)
     np.testing.assert_allclose(out.losses, ref_losses, rtol=1e-4)
     for a, b in zip(jax.tree.leaves(eqx.filter(out.model, eqx.is_array)),
                     jax.tree.leaves(eqx.filter(ref_model, eqx.is_array))):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
-    assert [s for s, _ in reports] == [1, 2, 3, 4, 5]  # every step reported (5 steps: every = 1)
+    assert [s for s, _ in reports] == [1, 2, 3, 4]  # every step reported (4 steps: every = 1), over two chunks
     np.testing.assert_allclose([v for _, v in reports], ref_losses, rtol=1e-4)
+
+
+def test_second_training_call_does_not_recompile(compiles):
+    net = DnCNN(key=jax.random.key(0), channels=3, features=4, depth=2)
+    kw = dict(num_steps=4, batch_size=2, patch_size=6, chunk_size=2)  # the shapes of the doctest
+    k0, k1 = jax.random.key(0), jax.random.key(1)
+    first = train_denoiser(k0, net, _images(), learning_rate=1e-2, **kw)
+    with compiles() as c:
+        second = train_denoiser(k1, net, _images(), learning_rate=2e-2, sigma_max=0.1, **kw)
+    assert len(c) == 0
+    assert not np.allclose(first.losses, second.losses)
 
 
 def test_training_errors():
