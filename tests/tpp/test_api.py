@@ -152,7 +152,7 @@ def test_shared_decay_hawkes_equals_hawkes_with_equal_decays(x64):
 
 def test_shared_decay_hawkes_fit_recovers_parameters(x64):
     true = SharedDecayHawkes(0.5, 0.6, 1.5)
-    b, overflow = true.simulate(jax.random.key(0), 300.0, 1200, 8)
+    b, overflow = true.simulate(jax.random.key(0), 250.0, 800, 6)
     assert not bool(np.any(overflow))
     init = SharedDecayHawkes(0.3, 0.3, 1.0)
     res = fit_mle(init, b, num_steps=40)
@@ -161,7 +161,7 @@ def test_shared_decay_hawkes_fit_recovers_parameters(x64):
     chex.assert_shape(res.losses, (40,))
     m = res.model
     assert isinstance(m, SharedDecayHawkes) and m.beta.shape == ()
-    # ~8 x 300 x 1.25 = 3000 events: standard errors are a few percent
+    # ~6 x 250 x 1.25 = 1900 events: standard errors of several percent
     assert float(m.mu[0]) == pytest.approx(0.5, rel=0.3)
     assert float(m.alpha[0, 0]) == pytest.approx(0.6, rel=0.2)
     assert float(m.beta) == pytest.approx(1.5, rel=0.3)
@@ -185,10 +185,10 @@ def test_evaluate_matches_its_parts(x64):
     ks = time_rescaling_ks(model.jump_diffusion(), b, method="exact")
     assert float(r.ks) == pytest.approx(float(ks), rel=1e-12)
     # a stochastic model with a key: the NLL is the mean over the Brownian paths
-    njd = NJDTPP(1, key=jax.random.key(0), width=4, depth=1)
+    njd = NJDTPP(1, key=jax.random.key(0), width=2, depth=0)
     key = jax.random.key(4)
-    r2 = evaluate(njd, b, key, horizon=6.0, num_substeps=3, num_samples=2)
-    lls = [solve(njd, b, k, num_substeps=3).log_likelihood for k in jax.random.split(key, 2)]
+    r2 = evaluate(njd, b, key, horizon=6.0, num_substeps=1, num_samples=2, num_grid=4)
+    lls = [solve(njd, b, k, num_substeps=1).log_likelihood for k in jax.random.split(key, 2)]
     assert float(r2.nll) == pytest.approx(float(nll_per_event(np.mean(lls, 0), b.num_events)), rel=1e-10)
     with pytest.raises(ValueError, match="horizon: expected a finite number > 0"):
         evaluate(model, b, horizon=0.0)
