@@ -68,7 +68,7 @@ def test_scanned_training_equals_the_step_by_step_recipe():
 
 def test_second_training_call_does_not_recompile(compiles):
     net = DnCNN(key=jax.random.key(0), channels=3, features=4, depth=2)
-    kw = dict(num_steps=4, batch_size=2, patch_size=6, chunk_size=2)  # the shapes of the doctest
+    kw = dict(num_steps=4, batch_size=2, patch_size=6, chunk_size=2)
     k0, k1 = jax.random.key(0), jax.random.key(1)
     first = train_denoiser(k0, net, _images(), learning_rate=1e-2, **kw)
     with compiles() as c:
