@@ -527,8 +527,8 @@ class AdaptiveMLP(eqx.Module):
         check_key(key)
         self._check_xy(x, y)
         _check_model(prior, "prior")
-        return _elbo_jit(self, key, prior, x, y, task, num_data, check_int(num_samples, "num_samples", 1),
-                         kl_weight, adapt)
+        return _elbo_jit(self, key, prior, x, y, *_traced(task, num_data, kl_weight),
+                         check_int(num_samples, "num_samples", 1), adapt)
 
     def _elbo(self, key, prior, x, y, task, num_data, num_samples: int = 1, kl_weight=1.0, adapt=True):
         # materialise the draws: otherwise XLA fuses the generator (threefry, erf_inv) into each consumer
@@ -550,6 +550,7 @@ class AdaptiveMLP(eqx.Module):
         """
         self._check_xy(x, y)
         _check_model(prior, "prior")
+        task, num_data, kl_weight = _traced(task, num_data, kl_weight)
         return _elbo_from_noise_jit(self, prior, noise, x, y, task, num_data, kl_weight, adapt)
 
     def _elbo_from_noise(self, prior, noise, x, y, task, num_data, kl_weight=1.0, adapt=True):
@@ -637,7 +638,7 @@ class AdaptiveMLP(eqx.Module):
         """
         self._check_x(x)
         check_shape(masks, "masks", self.mask_shape())
-        return _predict_logits_jit(self, masks, x, task)
+        return _predict_logits_jit(self, masks, x, jnp.asarray(task, jnp.int32))
 
     def _predict_logits(self, masks, x, task):
         weights = {n: getattr(self, n).loc for n in _WEIGHTS}
@@ -721,11 +722,19 @@ class AdaptiveCNN(AdaptiveMLP):
         return _augment(jnp.mean(h, axis=(1, 2))) @ w_head
 
 
+def _traced(task, num_data, kl_weight):
+    """Head index, data size and KL weight as arrays, so that other values reuse the compiled program."""
+    dtype = jnp.result_type(float)
+    return (jnp.asarray(task, jnp.int32), jnp.asarray(num_data, jnp.result_type(num_data, dtype)),
+            jnp.asarray(kl_weight, jnp.result_type(kl_weight, dtype)))
+
+
 # one compiled program per public method (the model is a pytree argument: its configuration selects
 # the compilation, its arrays are traced)
 _hard_masks_jit = eqx.filter_jit(lambda model, adapt: model._hard_masks(adapt))
 _sample_noise_jit = eqx.filter_jit(lambda model, key, num_samples: model._sample_noise(key, num_samples))
-_elbo_jit = eqx.filter_jit(lambda model, *args: model._elbo(*args))
+_elbo_jit = eqx.filter_jit(lambda model, key, prior, x, y, task, num_data, kl_weight, num_samples, adapt:
+                           model._elbo(key, prior, x, y, task, num_data, num_samples, kl_weight, adapt))
 _elbo_from_noise_jit = eqx.filter_jit(lambda model, *args: model._elbo_from_noise(*args))
 _predict_logits_jit = eqx.filter_jit(lambda model, *args: model._predict_logits(*args))
 

@@ -383,3 +383,13 @@ def test_model_methods_do_not_recompile(key):
     other.predict_logits(other.hard_masks(), x + 1.0, 0)
     assert [p._cached._cache_size() for p in (model_module._elbo_jit, model_module._predict_logits_jit,
                                               model_module._hard_masks_jit)] == sizes
+
+
+def test_elbo_other_task_and_data_size_reuse_the_program(key):
+    model = _fixed_model(key)
+    prior = model.init_prior()
+    x, y = _data(jax.random.key(18), n=8, d=3, c=2)
+    a = model.elbo(jax.random.key(1), prior, x, y, 0, 10.0)[0]
+    size = model_module._elbo_jit._cached._cache_size()
+    b = model.elbo(jax.random.key(1), prior, x, y, 1, 20.0, kl_weight=0.5)[0]
+    assert model_module._elbo_jit._cached._cache_size() == size and float(a) != float(b)
