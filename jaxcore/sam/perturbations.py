@@ -565,8 +565,11 @@ class Perturbation(eqx.Module):
         _check_radius(self.rho)
 
     @abc.abstractmethod
-    def perturb(self, grads: PyTree, params: PyTree, key: PRNGKeyArray | None, rho: Any) -> PyTree:
-        """The perturbation ``epsilon`` from the ascent gradient (``rho`` already evaluated)."""
+    def perturb(self, grads: PyTree, params: PyTree, rho: Any, *, key: PRNGKeyArray | None = None) -> PyTree:
+        """The perturbation ``epsilon`` from the ascent gradient (``rho`` already evaluated).
+
+        ``key`` is used only where ``needs_key`` (keyword, ``None`` for the deterministic geometries).
+        """
 
     def direction(self, ascent_grads: PyTree, perturbed_grads: PyTree) -> PyTree:
         """The final update direction from the ascent and perturbed gradients (SAM: ``g_p``)."""
@@ -590,11 +593,11 @@ class SAM(Perturbation):
     Examples:
         >>> import jax.numpy as jnp
         >>> from jaxcore.sam import SAM
-        >>> SAM(rho=0.5).perturb(jnp.array([3.0, 4.0]), None, None, 0.5).tolist()
+        >>> SAM(rho=0.5).perturb(jnp.array([3.0, 4.0]), None, 0.5).tolist()
         [0.3, 0.4]
     """
 
-    def perturb(self, grads, params, key, rho):
+    def perturb(self, grads, params, rho, *, key=None):
         del params, key
         return _sam_perturbation(grads, rho)
 
@@ -627,7 +630,7 @@ class ASAM(Perturbation):
     def __check_init__(self) -> None:
         _check_real(self.eta, "eta", nonnegative=True)
 
-    def perturb(self, grads, params, key, rho):
+    def perturb(self, grads, params, rho, *, key=None):
         del key
         return _asam_perturbation(grads, params, rho, self.eta, self.weight_mask)
 
@@ -664,7 +667,7 @@ class GSAM(Perturbation):
     def __check_init__(self) -> None:
         _check_real(self.alpha, "alpha", nonnegative=True)
 
-    def perturb(self, grads, params, key, rho):
+    def perturb(self, grads, params, rho, *, key=None):
         del params, key
         return _sam_perturbation(grads, rho)
 
@@ -688,15 +691,18 @@ class RandomDirection(Perturbation):
     Examples:
         >>> import jax, jax.numpy as jnp
         >>> from jaxcore.sam import RandomDirection
-        >>> eps = RandomDirection(0.1).perturb(jnp.zeros(4), None, jax.random.key(0), 0.1)
+        >>> eps = RandomDirection(0.1).perturb(jnp.zeros(4), None, 0.1, key=jax.random.key(0))
         >>> round(float(jnp.linalg.norm(eps)), 6)
         0.1
     """
 
     needs_key: ClassVar[bool] = True
 
-    def perturb(self, grads, params, key, rho):
+    def perturb(self, grads, params, rho, *, key=None):
         del params
+        if key is None:
+            raise TypeError(expected("key", "a jax.random.key(...) array (RandomDirection draws a random direction)",
+                                     "None", raw=True))
         return _random_perturbation(key, grads, rho)
 
 

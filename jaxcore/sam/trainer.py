@@ -6,7 +6,7 @@ A step computes, on each of ``k`` micro-batches (m-sharpness with ``m = B / k``,
    statistics, logits, metrics: these come from this pass only) and the
    ascent gradient ``h`` (of the training loss, or OBF's cotangent pulled back
    through the logits: :func:`ascent_gradient`);
-2. the perturbation ``epsilon = perturbation.perturb(h, w)``;
+2. the perturbation ``epsilon = perturbation.perturb(h, w, rho)``;
 3. the training gradient ``g_p`` at ``w + epsilon`` (its auxiliary outputs are
    discarded, so running statistics are not updated twice);
 4. the direction ``d = perturbation.direction(h, g_p)`` (GSAM's decomposition);
@@ -333,7 +333,7 @@ def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, a
         keys = jax.random.split(key, k)
 
     def perturbed_pass(h, mb, kk):
-        eps = perturbation.perturb(h, params_v, kk, rho)
+        eps = perturbation.perturb(h, params_v, rho, key=kk)
         w_eps = jax.tree.map(lambda p, e: p + e.astype(p.dtype), params_v, eps)
         (loss_p, _), gp = jax.value_and_grad(loss_fn, has_aux=True)(w_eps, model_state, mb)
         return loss_p, gp

@@ -280,7 +280,7 @@ def sharpness_aware_transform(
             else:
                 k_next, k_eps = jax.random.split(state.key)
             rho = _rho_at(perturbation.rho, state.count)
-            eps = perturbation.perturb(updates, params, k_eps, rho)
+            eps = perturbation.perturb(updates, params, rho, key=k_eps)
             eps = jax.tree.map(lambda e, p: e.astype(p.dtype), eps, params)
             new_state = state._replace(phase=jnp.ones((), jnp.int32), cache=params, ascent=updates, key=k_next)
             return eps, new_state
