@@ -2,6 +2,7 @@
 
 import functools
 
+import chex
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -368,7 +369,8 @@ def test_train_equals_a_loop_of_steps_and_keeps_its_history(x64):
     for pert, obf, key in [(RandomDirection(0.1), None, jax.random.key(3))]:
         res = train(loss_fn, params, data, idx, optimizer=opt, perturbation=pert, perturbation_loss=obf, key=key,
                     progress=lambda i, m: seen.append((i, m["loss"])))
-        assert isinstance(res, TrainResult) and res.losses.shape == (5,) and res.rhos.shape == (5,)
+        assert isinstance(res, TrainResult)
+        chex.assert_shape([res.losses, res.perturbed_losses, res.ascent_norms, res.rhos], (5,))
         p, st = params, init(params, opt)
         keys = None if key is None else jax.random.split(key, 5)
         losses = []
@@ -377,7 +379,7 @@ def test_train_equals_a_loop_of_steps_and_keeps_its_history(x64):
             p, st, info = step(loss_fn, p, st, batch, key=None if keys is None else keys[t], optimizer=opt,
                                perturbation=pert, perturbation_loss=obf)
             losses.append(float(info.loss))
-        np.testing.assert_allclose(_flat(res.params), _flat(p), rtol=1e-12)
+        chex.assert_trees_all_close(res.params, p, rtol=1e-12)
         np.testing.assert_allclose(res.losses, losses, rtol=1e-12)
         assert int(res.state.count) == 5
     assert seen and seen[-1][0] == 5  # the progress callback saw the last step
