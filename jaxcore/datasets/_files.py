@@ -85,7 +85,7 @@ def package_file(
             ``pip install <pip_name>``) or the file is missing from it.
     """
     if not package.isidentifier():
-        raise ValueError(f"package must be a top-level import name like 'sklearn', got {package!r}; "
+        raise ValueError(f"package: expected a top-level import name like 'sklearn', got {package!r}; "
                          "put the subpackage path into relpath instead")
     spec = importlib.util.find_spec(package)
     pip_name = pip_name or package

@@ -239,7 +239,7 @@ def sample_linear_gaussian_network(net: dict, n: int, *, seed: "int | np.random.
         elif noise == "uniform":
             e = rng.uniform(-np.sqrt(3.0), np.sqrt(3.0), size=n)
         else:
-            raise ValueError(f"noise must be 'gaussian', 'laplace' or 'uniform', got {noise!r}")
+            raise ValueError(f"noise: expected one of 'gaussian', 'laplace', 'uniform', got {noise!r}")
         x[:, j] = net["intercept"][j] + x @ net["weights"][:, j] + sd[j] * e
     return x
 

@@ -81,7 +81,7 @@ def split_tasks(
     """
     groups = [tuple(int(c) for c in g) for g in class_pairs]
     if len({len(g) for g in groups}) != 1:
-        raise ValueError(f"class_pairs must all have the same size, got {groups}")
+        raise ValueError(f"class_pairs: expected groups all of the same size, got {groups}")
     rng = np.random.default_rng(seed)
     xs_tr, ys_tr, xs_te, ys_te = [], [], [], []
     for g in groups:
@@ -112,7 +112,7 @@ def split_digits(*, test_fraction: float = 0.3, seed: int = 0) -> TaskSequence:
         ValueError: ``test_fraction`` outside (0, 1).
     """
     if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+        raise ValueError(f"test_fraction: expected a number in (0, 1), got {test_fraction}")
     images, labels = load_digits()
     rng = np.random.default_rng(seed)
     test = np.zeros(labels.shape, bool)
@@ -160,7 +160,7 @@ def permuted_mnist(
         ValueError: ``num_tasks < 1``.
     """
     if num_tasks < 1:
-        raise ValueError(f"num_tasks must be >= 1, got {num_tasks}")
+        raise ValueError(f"num_tasks: expected an int >= 1, got {num_tasks}")
     data = load_mnist(allow_download=allow_download)
     (xtr, ytr), (xte, yte) = data["train"], data["test"]
     rng = np.random.default_rng(seed)

@@ -46,7 +46,7 @@ def load_image(name: str, *, gray: bool = False) -> np.ndarray:
         DataUnavailableError: scikit-image is not installed (names the pip command).
     """
     if name not in NATURAL_IMAGES:
-        raise ValueError(f"name must be one of {sorted(NATURAL_IMAGES)}, got {name!r}")
+        raise ValueError(f"name: expected one of {sorted(NATURAL_IMAGES)}, got {name!r}")
     filename, digest = NATURAL_IMAGES[name]
     path = package_file("skimage", f"data/{filename}", pip_name="scikit-image", expected_sha256=digest)
 

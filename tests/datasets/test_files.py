@@ -99,7 +99,7 @@ def test_skimage_images():
     gray = datasets.load_image("astronaut", gray=True)
     assert gray.shape == (512, 512, 1)
     np.testing.assert_allclose(gray[..., 0], astro @ np.array([0.299, 0.587, 0.114], np.float32), rtol=1e-5)
-    with pytest.raises(ValueError, match="name must be one of"):
+    with pytest.raises(ValueError, match="name: expected one of"):
         datasets.load_image("lena")
 
 
