@@ -35,3 +35,27 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "light"))
+
+
+import contextlib  # noqa: E402
+
+
+@contextlib.contextmanager
+def _count_compiles():
+    events = []
+
+    def listener(name, duration, **kwargs):
+        if name == "/jax/core/compile/backend_compile_duration":
+            events.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield events
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@pytest.fixture
+def compiles():
+    """``with compiles() as c: ...``; then ``len(c)`` is the number of XLA compilations in the block."""
+    return _count_compiles
