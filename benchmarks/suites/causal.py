@@ -76,8 +76,8 @@ from jaxcore.causal import (
     structure_mcmc,
     total_variation,
 )
-from jaxcore.datasets import DataUnavailableError
-from jaxcore.datasets.causal_data import (
+from jaxcore.datasets import (
+    DataUnavailableError,
     load_pgmpy_network,
     load_sachs,
     sample_discrete_network,
