@@ -1,4 +1,9 @@
-"""Image quality metrics: PSNR and SSIM (the latter agreeing with scikit-image)."""
+"""Image quality metrics: PSNR and SSIM (the latter agreeing with scikit-image).
+
+Dtypes: integer images (uint8 and the like) are converted exactly to float before any difference
+is taken (so a uint8 difference never wraps); half-precision images are computed in float32 and the
+result is cast back to the half dtype; ``x`` and ``ref`` are brought to their common float dtype.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,24 @@ from jaxtyping import Array, Float
 
 from jaxcore._util import check_bool, check_int, check_scalar, expected
 
+from ._checks import as_array, compute_dtype
+
 __all__ = ["psnr", "ssim"]
 
 
-def _check_pair(x, ref) -> None:
-    if np.shape(x) != np.shape(ref):
-        raise ValueError(expected("ref", f"the same shape as x {tuple(np.shape(x))}", f"shape {tuple(np.shape(ref))}",
+def _check_pair(x, ref):
+    """Both images as float arrays of one dtype, integers converted exactly; returns ``(x, ref, out_dtype)``
+    with ``x``, ``ref`` in the compute dtype (float32 for half precision) and ``out_dtype`` the result's."""
+    x = as_array(x, "x", integers=True)
+    ref = as_array(ref, "ref", integers=True)
+    if x.ndim < 3:
+        raise ValueError(expected("x", "images of shape [..., H, W, C]", f"shape {tuple(x.shape)}", raw=True))
+    if x.shape != ref.shape:
+        raise ValueError(expected("ref", f"the same shape as x {tuple(x.shape)}", f"shape {tuple(ref.shape)}",
                                   raw=True))
-    if np.ndim(x) < 3:
-        raise ValueError(expected("x", "images of shape [..., H, W, C]", f"shape {tuple(np.shape(x))}", raw=True))
+    out = jnp.result_type(x.dtype, ref.dtype)
+    work = compute_dtype(out)
+    return x.astype(work), ref.astype(work), out
 
 
 def _psnr(x, ref, data_range):
@@ -37,15 +51,19 @@ def psnr(x: Float[Array, "*batch H W C"], ref: Float[Array, "*batch H W C"], dat
     ``PSNR = 10 log10(data_range^2 / MSE)``, ``MSE`` the mean over ``H, W, C``.
 
     Args:
-        x: estimate ``[..., H, W, C]``.
-        ref: reference (clean) image, same shape.
-        data_range: peak value (1 for images in [0, 1]).
+        x: estimate ``[..., H, W, C]``; integer images (uint8, ...) are converted exactly to float
+            first, half precision is computed in float32.
+        ref: reference (clean) image, same shape (converted as ``x``).
+        data_range: peak value (1 for images in [0, 1], 255 for uint8 images).
 
     Returns:
-        ``[...]`` PSNR in dB (``inf`` where ``x == ref``).
+        ``[...]`` PSNR in dB (``inf`` where ``x == ref``), in the common float dtype of ``x`` and
+        ``ref`` (float32 for integer images).
 
     Raises:
-        ValueError: shape mismatch or fewer than 3 dimensions; ``data_range`` not finite and > 0.
+        TypeError: ``x`` or ``ref`` not a real array (None, complex, strings).
+        ValueError: shape mismatch or fewer than 3 dimensions; a NaN or inf pixel; ``data_range``
+            not finite and > 0.
 
     Examples:
         >>> import jax.numpy as jnp
@@ -53,12 +71,9 @@ def psnr(x: Float[Array, "*batch H W C"], ref: Float[Array, "*batch H W C"], dat
         >>> round(float(psnr(jnp.zeros((4, 4, 1)), jnp.full((4, 4, 1), 0.1))), 4)  # MSE 0.01
         20.0
     """
-    _check_pair(x, ref)
+    x, ref, out = _check_pair(x, ref)
     data_range = check_scalar(data_range, "data_range", positive=True)
-    x = jnp.asarray(x)
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        x = x.astype(jnp.result_type(float))
-    return _psnr_program(x, jnp.asarray(ref), jnp.asarray(data_range, x.dtype))
+    return _psnr_program(x, ref, jnp.asarray(data_range, x.dtype)).astype(out)
 
 
 def _filter_1d(x: Array, taps: Array, axis: int) -> Array:
@@ -95,8 +110,9 @@ def ssim(
     does with ``channel_axis=-1`` (symmetric boundary for the filters).
 
     Args:
-        x, ref: ``[..., H, W, C]`` images (order does not matter: SSIM is symmetric).
-        data_range: ``L``, the dynamic range (1 for [0, 1] images).
+        x, ref: ``[..., H, W, C]`` images (order does not matter: SSIM is symmetric); integer
+            images are converted exactly to float first, half precision is computed in float32.
+        data_range: ``L``, the dynamic range (1 for [0, 1] images, 255 for uint8 images).
         win_size: odd window side; default 7, or 11 with ``gaussian_weights``.
         gaussian_weights: Gaussian window of std ``sigma`` (Wang et al.'s setting).
         sigma: std of the Gaussian window, in pixels.
@@ -104,11 +120,12 @@ def ssim(
         k1, k2: the stabilising constants.
 
     Returns:
-        ``[...]`` mean SSIM.
+        ``[...]`` mean SSIM, in the common float dtype of ``x`` and ``ref`` (float32 for integers).
 
     Raises:
-        ValueError: shapes differ; ``win_size`` even, < 3 or larger than the image; ``data_range``,
-            ``sigma`` not finite and > 0.
+        TypeError: ``x`` or ``ref`` not a real array; ``win_size`` not an int; a flag not a bool.
+        ValueError: shapes differ; a NaN or inf pixel; ``win_size`` even, < 3 or larger than the
+            image; ``data_range``, ``sigma`` not finite and > 0; ``k1``, ``k2`` not finite and > 0.
 
     References:
         Wang, Bovik, Sheikh & Simoncelli, "Image quality assessment: from error
@@ -121,10 +138,13 @@ def ssim(
         >>> round(float(ssim(x, x)), 6), bool(ssim(x, 1 - x) < 0)
         (1.0, True)
     """
-    _check_pair(x, ref)
+    x, ref, out = _check_pair(x, ref)
     data_range = check_scalar(data_range, "data_range", positive=True)
     sigma = check_scalar(sigma, "sigma", positive=True)
+    k1 = check_scalar(k1, "k1", positive=True)
+    k2 = check_scalar(k2, "k2", positive=True)
     gaussian_weights = check_bool(gaussian_weights, "gaussian_weights")
+    use_sample_covariance = check_bool(use_sample_covariance, "use_sample_covariance")
     if win_size is None:
         win_size = 2 * int(3.5 * sigma + 0.5) + 1 if gaussian_weights else 7
     win_size = check_int(win_size, "win_size", minimum=3)
@@ -132,8 +152,6 @@ def ssim(
         raise ValueError(expected("win_size", "an odd int >= 3", win_size))
     if win_size > min(x.shape[-3], x.shape[-2]):
         raise ValueError(expected("win_size", f"at most the image side {min(x.shape[-3], x.shape[-2])}", win_size))
-    x = jnp.asarray(x)
-    ref = jnp.asarray(ref).astype(x.dtype)
     if gaussian_weights:
         r = (win_size - 1) // 2
         t = np.arange(-r, r + 1, dtype=np.float64)
@@ -146,7 +164,7 @@ def ssim(
     c1 = (k1 * data_range) ** 2
     c2 = (k2 * data_range) ** 2
     return _ssim_map_mean(x, ref, taps, jnp.asarray(cov_norm, x.dtype), jnp.asarray(c1, x.dtype),
-                          jnp.asarray(c2, x.dtype))
+                          jnp.asarray(c2, x.dtype)).astype(out)
 
 
 @jax.jit

@@ -13,6 +13,11 @@ operators) with
   in the Fourier or pixel basis).
 
 Blur kernels: :func:`gaussian_kernel`, :func:`uniform_kernel`, :func:`motion_kernel`.
+
+Dtypes: images are float arrays (integer images are refused: convert explicitly, e.g. ``x / 255``);
+half-precision images (float16, bfloat16) are computed in float32 internally (the FFT has no
+half-precision form) and the result is cast back to the input dtype. ``sigma_y`` of the data term
+must be > 0 (it divides by ``sigma_y^2``); ``tau >= 0``.
 """
 
 from __future__ import annotations
@@ -28,15 +33,18 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from jaxcore._util import (
     check_bool,
+    check_finite,
     check_int,
     check_key,
-    check_nonnegative,
+    check_positive,
     check_scalar,
     error_if,
     expected,
     is_concrete,
     is_trusted,
 )
+
+from ._checks import as_array, compute_dtype
 
 __all__ = [
     "AbstractOperator",
@@ -53,20 +61,32 @@ __all__ = [
 ]
 
 
-def _check_nonnegative(value, name: str):
-    """``value`` (a noise level or step size) checked finite and >= 0: on the host when concrete, else by one
-    run-time check, skipped for values a caller checked once before a loop (:func:`jaxcore._util.trusted_values`)."""
-    if not isinstance(value, jax.Array):
-        value = jnp.asarray(value)
+def _check_nonnegative(value, name: str, *, positive: bool = False):
+    """``value`` (a noise level or step size) checked finite and >= 0 (> 0 with ``positive``): on the host when
+    concrete, else by one run-time check, skipped for values a caller checked once before a loop
+    (:func:`jaxcore._util.trusted_values`)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = jnp.asarray(value)  # weakly typed: keeps the image's dtype
+    elif not isinstance(value, jax.Array):
+        value = as_array(value, name, integers=True, finite=False)
+    elif not (jnp.issubdtype(value.dtype, jnp.floating) or jnp.issubdtype(value.dtype, jnp.integer)):
+        raise TypeError(expected(name, "a real number or array", f"dtype {value.dtype}", raw=True))
     if is_concrete(value):
-        check_nonnegative(value, name)
+        check_positive(value, name, allow_zero=not positive)
         return value
     if is_trusted(value):
         return value
-    return error_if(value, jnp.any(~jnp.isfinite(value) | (value < 0)), name, "finite values >= 0")
+    bad = jnp.any(~jnp.isfinite(value) | ((value <= 0) if positive else (value < 0)))
+    return error_if(value, bad, name, "finite values > 0" if positive else "finite values >= 0")
 
 
-def _check_image_shape(x, shape: tuple[int, ...], name: str, channels: int | None) -> None:
+def _check_sigma_y(value):
+    return _check_nonnegative(value, "sigma_y", positive=True)
+
+
+def _check_image_shape(x, shape: tuple[int, ...], name: str, channels: int | None):
+    """``x`` as a float image array checked against the operator's spatial shape and channels; returned."""
+    x = as_array(x, name)
     if x.ndim < 3:
         raise ValueError(expected(name, "an image of shape [..., H, W, C]", f"shape {tuple(x.shape)}", raw=True))
     if tuple(x.shape[-3:-1]) != tuple(shape):
@@ -74,6 +94,14 @@ def _check_image_shape(x, shape: tuple[int, ...], name: str, channels: int | Non
                                   f"{tuple(x.shape[-3:-1])}", raw=True))
     if channels is not None and x.shape[-1] != channels:
         raise ValueError(expected(name, f"{channels} channels (the operator's)", f"{x.shape[-1]}", raw=True))
+    return x
+
+
+def _check_any_image(x, name: str):
+    x = as_array(x, name)
+    if x.ndim < 3:
+        raise ValueError(expected(name, "an image of shape [..., H, W, C]", f"shape {tuple(x.shape)}", raw=True))
+    return x
 
 
 class AbstractOperator(eqx.Module):
@@ -104,18 +132,22 @@ class AbstractOperator(eqx.Module):
         """``F(x, y) = ||A x - y||^2 / (2 sigma_y^2)`` per image, shape ``[...]``.
 
         Raises:
-            ValueError: ``sigma_y`` not finite and >= 0.
+            TypeError: ``x`` or ``y`` not a float array.
+            ValueError: ``sigma_y`` not finite and > 0; shape mismatch.
         """
-        sigma_y = _check_nonnegative(sigma_y, "sigma_y")
+        sigma_y = _check_sigma_y(sigma_y)
+        y = _check_any_image(y, "y")
         return jnp.sum((self(x) - y) ** 2, axis=(-3, -2, -1)) / (2 * sigma_y**2)
 
     def data_grad(self, x, y, sigma_y) -> Array:
         """``grad_x F(x, y) = A^T (A x - y) / sigma_y^2``, same shape as ``x``.
 
         Raises:
-            ValueError: ``sigma_y`` not finite and >= 0.
+            TypeError: ``x`` or ``y`` not a float array.
+            ValueError: ``sigma_y`` not finite and > 0; shape mismatch.
         """
-        sigma_y = _check_nonnegative(sigma_y, "sigma_y")
+        sigma_y = _check_sigma_y(sigma_y)
+        y = _check_any_image(y, "y")
         return self.adjoint(self(x) - y) / sigma_y**2
 
     @abc.abstractmethod
@@ -139,14 +171,18 @@ class Identity(AbstractOperator):
     """
 
     def __call__(self, x):
-        return x
+        return _check_any_image(x, "x")
 
     def adjoint(self, y):
-        return y
+        return _check_any_image(y, "y")
 
     def data_prox(self, z, y, sigma_y, tau):
-        r = _check_nonnegative(tau, "tau") / _check_nonnegative(sigma_y, "sigma_y") ** 2
-        return (z + r * y) / (1 + r)
+        z = _check_any_image(z, "z")
+        y = _check_any_image(y, "y")
+        if z.shape != y.shape:
+            raise ValueError(expected("y", f"z's shape {tuple(z.shape)}", f"shape {tuple(y.shape)}", raw=True))
+        r = _check_nonnegative(tau, "tau") / _check_sigma_y(sigma_y) ** 2
+        return ((z + r * y) / (1 + r)).astype(z.dtype)
 
 
 def _embed_kernel(kernel: np.ndarray | Array, shape: tuple[int, int]) -> Array:
@@ -199,16 +235,17 @@ class Blur(AbstractOperator):
             keep_kernel: keep ``kernel`` as an attribute (True) or only its FFT (False).
 
         Raises:
-            ValueError: kernel not 2-D/3-D, larger than the image, or not finite.
+            TypeError: ``kernel`` not a real array; ``shape`` not two ints.
+            ValueError: kernel not 2-D/3-D, larger than the image, or not finite; ``shape`` sides < 1.
         """
-        kernel = jnp.asarray(kernel)
-        if not jnp.issubdtype(kernel.dtype, jnp.floating):
+        kernel = as_array(kernel, "kernel", integers=True)
+        if kernel.dtype in (jnp.float16, jnp.bfloat16):  # the FFT runs in float32
             kernel = kernel.astype(jnp.float32)
         if kernel.ndim not in (2, 3):
             raise ValueError(expected("kernel", "shape [kh, kw] or [kh, kw, C]", f"shape {tuple(kernel.shape)}",
                                       raw=True))
-        shape = tuple(int(s) for s in shape)
-        if len(shape) != 2 or kernel.shape[0] > shape[0] or kernel.shape[1] > shape[1]:
+        shape = _check_hw(shape, "shape")
+        if kernel.shape[0] > shape[0] or kernel.shape[1] > shape[1]:
             raise ValueError(expected("kernel", f"a kernel that fits in the image shape {shape}",
                                       f"shape {tuple(kernel.shape[:2])}", raw=True))
         if is_concrete(kernel) and not np.all(np.isfinite(np.asarray(kernel))):
@@ -225,24 +262,25 @@ class Blur(AbstractOperator):
         c = self.kernel_fft.shape[-1]
         return None if c == 1 else c
 
-    def _apply(self, x, kfft):
-        _check_image_shape(x, self.shape, "x", self.channels)
-        xf = jnp.fft.rfft2(x, axes=(-3, -2))
+    def _apply(self, x, kfft, name):
+        x = _check_image_shape(x, self.shape, name, self.channels)
+        xf = jnp.fft.rfft2(x.astype(compute_dtype(x.dtype)), axes=(-3, -2))
         return jnp.fft.irfft2(xf * kfft.astype(xf.dtype), s=self.shape, axes=(-3, -2)).astype(x.dtype)
 
     def __call__(self, x):
-        return self._apply(x, self.kernel_fft)
+        return self._apply(x, self.kernel_fft, "x")
 
     def adjoint(self, y):
-        return self._apply(y, jnp.conj(self.kernel_fft))
+        return self._apply(y, jnp.conj(self.kernel_fft), "y")
 
     def data_prox(self, z, y, sigma_y, tau):
-        _check_image_shape(z, self.shape, "z", self.channels)
-        _check_image_shape(y, self.shape, "y", self.channels)
-        r = _check_nonnegative(tau, "tau") / _check_nonnegative(sigma_y, "sigma_y") ** 2
-        r = jnp.asarray(r, z.dtype)
-        zf = jnp.fft.rfft2(z, axes=(-3, -2))
-        yf = jnp.fft.rfft2(y, axes=(-3, -2))
+        z = _check_image_shape(z, self.shape, "z", self.channels)
+        y = _check_image_shape(y, self.shape, "y", self.channels)
+        r = _check_nonnegative(tau, "tau") / _check_sigma_y(sigma_y) ** 2
+        work = compute_dtype(z.dtype)
+        r = jnp.asarray(r, work)
+        zf = jnp.fft.rfft2(z.astype(work), axes=(-3, -2))
+        yf = jnp.fft.rfft2(y.astype(work), axes=(-3, -2))
         k = self.kernel_fft.astype(zf.dtype)
         xf = (zf + r * jnp.conj(k) * yf) / (1 + r * jnp.abs(k) ** 2)
         return jnp.fft.irfft2(xf, s=self.shape, axes=(-3, -2)).astype(z.dtype)
@@ -275,9 +313,10 @@ class Inpainting(AbstractOperator):
             mask: ``[H, W]``, ``[H, W, 1]`` or ``[H, W, C]``; nonzero = observed.
 
         Raises:
-            ValueError: mask with fewer than 2 or more than 3 dimensions.
+            TypeError: ``mask`` not a real array.
+            ValueError: mask with fewer than 2 or more than 3 dimensions, or a NaN or inf entry.
         """
-        mask = jnp.asarray(mask)
+        mask = as_array(mask, "mask", integers=True)
         if mask.ndim == 2:
             mask = mask[..., None]
         if mask.ndim != 3:
@@ -290,21 +329,35 @@ class Inpainting(AbstractOperator):
 
     def _check(self, x, name):
         c = self.mask.shape[-1]
-        _check_image_shape(x, self.shape, name, None if c == 1 else c)
+        return _check_image_shape(x, self.shape, name, None if c == 1 else c)
 
     def __call__(self, x):
-        self._check(x, "x")
+        x = self._check(x, "x")
         return x * self.mask.astype(x.dtype)
 
     def adjoint(self, y):
-        return self(y)
+        y = self._check(y, "y")
+        return y * self.mask.astype(y.dtype)
 
     def data_prox(self, z, y, sigma_y, tau):
-        self._check(z, "z")
-        self._check(y, "y")
-        r = _check_nonnegative(tau, "tau") / _check_nonnegative(sigma_y, "sigma_y") ** 2
-        m = self.mask.astype(z.dtype)
-        return (z + r * m * y) / (1 + r * m)
+        z = self._check(z, "z")
+        y = self._check(y, "y")
+        r = _check_nonnegative(tau, "tau") / _check_sigma_y(sigma_y) ** 2
+        work = compute_dtype(z.dtype)
+        m = self.mask.astype(work)
+        r = jnp.asarray(r, work)
+        return ((z.astype(work) + r * m * y.astype(work)) / (1 + r * m)).astype(z.dtype)
+
+
+def _check_hw(shape, name: str) -> tuple[int, int]:
+    """``(H, W)``: two ints >= 1."""
+    try:
+        parts = tuple(shape)
+    except TypeError:
+        raise TypeError(expected(name, "(H, W), two ints", shape)) from None
+    if len(parts) != 2:
+        raise TypeError(expected(name, "(H, W), two ints", shape))
+    return tuple(check_int(s, name, minimum=1) for s in parts)
 
 
 def _check_kernel_size(size, name: str = "size", *, odd: bool, minimum: int = 1) -> int:
@@ -442,8 +495,8 @@ def random_mask(key: PRNGKeyArray, shape: tuple[int, int], missing: float = 0.5,
         ``[H, W, channels]`` float32 of 0/1 (1 = observed).
 
     Raises:
-        TypeError: ``key`` not a PRNG key.
-        ValueError: ``missing`` outside [0, 1]; ``channels < 1``.
+        TypeError: ``key`` not a PRNG key; ``shape`` not two ints.
+        ValueError: ``missing`` outside [0, 1]; ``channels < 1``; a side < 1.
 
     Examples:
         >>> import jax
@@ -454,7 +507,7 @@ def random_mask(key: PRNGKeyArray, shape: tuple[int, int], missing: float = 0.5,
     """
     key = check_key(key)
     missing = check_scalar(missing, "missing", low=0.0, high=1.0)
-    shape = tuple(check_int(s, "shape", minimum=1) for s in shape)
+    shape = _check_hw(shape, "shape")
     channels = check_int(channels, "channels", minimum=1)
     return _random_mask(key, jnp.float32(missing), shape=shape, channels=channels)
 
@@ -501,7 +554,8 @@ def standard_normal(key: PRNGKeyArray, shape: tuple[int, ...], dtype=jnp.float32
         ``shape`` array of standard normal draws.
 
     Raises:
-        TypeError: ``key`` not a PRNG key.
+        TypeError: ``key`` not a PRNG key; ``shape`` not a tuple of ints; ``dtype`` not a float dtype.
+        ValueError: a negative side.
 
     Examples:
         >>> import jax
@@ -511,7 +565,24 @@ def standard_normal(key: PRNGKeyArray, shape: tuple[int, ...], dtype=jnp.float32
         ((2, 3), dtype('float32'), True)
     """
     key = check_key(key)
-    return _standard_normal(key, shape=tuple(int(s) for s in shape), dtype=jnp.dtype(dtype))
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        parts = tuple(shape)
+    except TypeError:
+        raise TypeError(expected("shape", "a tuple of ints", shape)) from None
+    shape = tuple(check_int(s, "shape", minimum=0) for s in parts)
+    return _standard_normal(key, shape=shape, dtype=_check_float_dtype(dtype))
+
+
+def _check_float_dtype(dtype, name: str = "dtype") -> jnp.dtype:
+    try:
+        d = jnp.dtype(dtype)
+    except TypeError:
+        raise TypeError(expected(name, "a float dtype", dtype)) from None
+    if not jnp.issubdtype(d, jnp.floating):
+        raise TypeError(expected(name, "a float dtype", str(d)))
+    return d
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "dtype"))
@@ -531,8 +602,8 @@ def add_gaussian_noise(key: PRNGKeyArray, x: Float[Array, "*batch H W C"], sigma
         An array of ``x``'s shape and dtype.
 
     Raises:
-        TypeError: ``key`` not a PRNG key.
-        ValueError: ``sigma`` not finite and >= 0.
+        TypeError: ``key`` not a PRNG key; ``x`` not a float array.
+        ValueError: ``sigma`` not finite and >= 0, or not a scalar; ``x`` with a NaN or inf entry.
 
     Examples:
         >>> import jax, jax.numpy as jnp
@@ -542,8 +613,16 @@ def add_gaussian_noise(key: PRNGKeyArray, x: Float[Array, "*batch H W C"], sigma
         0.1
     """
     key = check_key(key)
-    sigma = _check_nonnegative(sigma, "sigma")
-    return _add_gaussian_noise(key, jnp.asarray(x), sigma)
+    x = as_array(x, "x")
+    sigma = _check_scalar_level(sigma, "sigma")
+    return _add_gaussian_noise(key, x, sigma)
+
+
+def _check_scalar_level(value, name: str):
+    value = _check_nonnegative(value, name)
+    if value.ndim != 0:
+        raise ValueError(expected(name, "a scalar", f"shape {tuple(value.shape)}", raw=True))
+    return value
 
 
 @jax.jit
@@ -566,8 +645,9 @@ def degrade(key: PRNGKeyArray, x: Float[Array, "*batch H W C"], operator: Abstra
         ``y`` with ``x``'s shape and dtype.
 
     Raises:
-        TypeError: ``key`` not a PRNG key.
-        ValueError: ``x`` outside [0, 1] with ``clip=False`` (under ``jit``: equinox's run-time
+        TypeError: ``key`` not a PRNG key; ``x`` not a float array; ``operator`` not an
+            :class:`AbstractOperator`; ``clip`` not a bool.
+        ValueError: ``x`` outside [0, 1] (NaN included) with ``clip=False`` (under ``jit``: equinox's run-time
             error); ``sigma_y`` not finite and >= 0; shape or channel mismatch with ``operator``.
 
     Examples:
@@ -581,11 +661,18 @@ def degrade(key: PRNGKeyArray, x: Float[Array, "*batch H W C"], operator: Abstra
     key = check_key(key)
     if not isinstance(operator, AbstractOperator):
         raise TypeError(expected("operator", "an AbstractOperator", type(operator).__name__, raw=True))
-    sigma_y = _check_nonnegative(sigma_y, "sigma_y")
-    x = jnp.asarray(x)
+    sigma_y = _check_scalar_level(sigma_y, "sigma_y")
     clip = check_bool(clip, "clip")
-    if not clip:
+    x = as_array(x, "x", finite=not clip)
+    if clip:
+        check_finite(x, "x")
+    else:
         x = _check_unit_range(x, "x")
+    if isinstance(operator, (Blur, Inpainting)):
+        _check_image_shape(x, operator.shape, "x", operator.channels if isinstance(operator, Blur)
+                           else (None if operator.mask.shape[-1] == 1 else operator.mask.shape[-1]))
+    else:
+        _check_any_image(x, "x")
     return _degrade(key, x, operator, sigma_y, clip)
 
 
