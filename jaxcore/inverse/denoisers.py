@@ -5,6 +5,8 @@ with ``x`` of shape ``[..., H, W, C]`` (pixels nominally in [0, 1], noisy
 inputs may leave that range) and ``sigma`` the standard deviation of the
 additive white Gaussian noise in the same units (so 25/255 for "sigma 25"),
 a scalar or an array broadcastable to the leading batch shape ``[...]``.
+``x`` is a float array (integer images are refused: convert explicitly, e.g. ``x / 255``); a
+half-precision ``x`` (float16, bfloat16) is denoised in float32 and the result cast back to its dtype.
 
 Concrete denoisers:
 
@@ -44,6 +46,7 @@ from jaxcore._util import (
     is_trusted,
 )
 
+from ._checks import as_array, compute_dtype
 from .operators import _normal
 
 __all__ = [
@@ -67,17 +70,22 @@ PRETRAINED: dict[str, tuple[str, str]] = {
 }
 
 
-def _check_image(x, name: str = "x") -> None:
+def _check_image(x, name: str = "x"):
+    """``x`` as a float image array ``[..., H, W, C]`` (integers refused, NaN/inf refused when concrete)."""
+    x = as_array(x, name)
     if x.ndim < 3:
         raise ValueError(expected(name, "images of shape [..., H, W, C] (at least 3 dimensions)",
                                   f"shape {tuple(x.shape)}", raw=True))
+    return x
 
 
 def _check_sigma(sigma, name: str = "sigma"):
     """The noise level checked finite and >= 0: on the host where the value is known, else one run-time
     check (skipped for values the restoration loop checked before it, see :func:`jaxcore._util.trusted_values`)."""
-    if not isinstance(sigma, jax.Array):
+    if isinstance(sigma, (int, float)) and not isinstance(sigma, bool):
         sigma = jnp.asarray(sigma)
+    elif not isinstance(sigma, jax.Array):
+        sigma = as_array(sigma, name, integers=True, finite=False)
     if not jnp.issubdtype(sigma.dtype, jnp.floating) and not jnp.issubdtype(sigma.dtype, jnp.integer):
         raise TypeError(expected(name, "a real number or array", f"dtype {sigma.dtype}", raw=True))
     if is_concrete(sigma):
@@ -143,25 +151,39 @@ class GaussianMMSEDenoiser(AbstractDenoiser):
             variance: prior variance ``s^2``, a finite scalar > 0.
 
         Raises:
-            ValueError: ``variance`` not a scalar, or not finite and > 0.
+            TypeError: ``mean`` or ``variance`` not real numbers/arrays.
+            ValueError: ``variance`` not a scalar, or not finite and > 0; ``mean`` not finite or
+                not broadcastable to an image ``[H, W, C]`` (more than 3 dimensions).
         """
-        variance = jnp.asarray(variance)
+        variance = as_array(variance, "variance", integers=True, finite=False)
         if variance.ndim != 0:
             raise ValueError(expected("variance", "a scalar", f"shape {variance.shape}", raw=True))
         if is_concrete(variance):
             check_scalar(variance, "variance", positive=True)
-        self.mean = jnp.asarray(mean)
+        mean = as_array(mean, "mean", integers=True)
+        if mean.ndim > 3:
+            raise ValueError(expected("mean", "a scalar or an array broadcastable to [H, W, C]",
+                                      f"shape {tuple(mean.shape)}", raw=True))
+        self.mean = mean
         self.variance = variance
 
     def __call__(self, x, sigma):
-        _check_image(x)
+        x = _check_image(x)
         sigma = _check_sigma(sigma)
-        s2 = _sigma_for_batch(sigma, x.shape[:-3], x.dtype)[..., None, None, None] ** 2
-        v = self.variance.astype(x.dtype)
-        return (v * x + s2 * self.mean.astype(x.dtype)) / (v + s2)
+        try:
+            jnp.broadcast_shapes(x.shape[-3:], self.mean.shape)
+        except ValueError:
+            raise ValueError(expected("x", f"images broadcastable with the prior mean's shape {self.mean.shape}",
+                                      f"shape {tuple(x.shape)}", raw=True)) from None
+        work = compute_dtype(x.dtype)
+        s2 = _sigma_for_batch(sigma, x.shape[:-3], work)[..., None, None, None] ** 2
+        v = self.variance.astype(work)
+        return ((v * x.astype(work) + s2 * self.mean.astype(work)) / (v + s2)).astype(x.dtype)
 
     def log_density_grad(self, x, sigma):
         """``grad log p_sigma(x) = -(x - mu) / (s^2 + sigma^2)`` (the score of the noisy prior)."""
+        x = _check_image(x)
+        sigma = _check_sigma(sigma)
         s2 = _sigma_for_batch(sigma, x.shape[:-3], x.dtype)[..., None, None, None] ** 2
         return -(x - self.mean) / (self.variance + s2)
 
@@ -192,8 +214,14 @@ class TVDenoiser(AbstractDenoiser):
         weight_per_sigma: ``lam / sigma``; 1.1 maximised the mean PSNR over the grid
             {0.5, 0.7, 0.9, 1.1, 1.4} at ``sigma in {5, 10, 15, 25}/255`` on 128x128
             crops of three of the network's training images (astronaut, rocket, moon).
-        num_steps: number of dual fixed-point steps (static).
-        tau: dual step size, ``<= 1/4`` for convergence.
+        num_steps: number of dual fixed-point steps (static), >= 1.
+        tau: dual step size in ``(0, 1/4]`` (the range where the iteration converges).
+
+    Raises:
+        ValueError: at construction, ``weight_per_sigma`` not finite and > 0, ``tau`` outside
+            (0, 1/4] (NaN and inf included), ``num_steps < 1``; when called, ``sigma`` not finite
+            and >= 0, ``x`` not an image ``[..., H, W, C]`` or with a NaN or inf entry.
+        TypeError: ``num_steps`` not an int; ``x`` not a float array.
 
     References:
         Chambolle, "An algorithm for total variation minimization and applications",
@@ -212,9 +240,19 @@ class TVDenoiser(AbstractDenoiser):
     num_steps: int = eqx.field(static=True, default=100)
     tau: float = 0.248
 
+    def __check_init__(self):
+        """Raises ValueError for ``weight_per_sigma`` not finite and > 0, ``tau`` outside (0, 1/4] or
+        ``num_steps < 1`` (TypeError: not a number / not an int); NaN and inf fail."""
+        if is_concrete(self.weight_per_sigma):
+            check_scalar(self.weight_per_sigma, "weight_per_sigma", positive=True)
+        if is_concrete(self.tau):
+            check_scalar(self.tau, "tau", low=0.0, high=0.25, low_open=True)
+        check_int(self.num_steps, "num_steps", minimum=1)
+
     def __call__(self, x, sigma):
-        _check_image(x)
+        x_in = _check_image(x)
         sigma = _check_sigma(sigma)
+        x = x_in.astype(compute_dtype(x_in.dtype))
         lam = self.weight_per_sigma * _sigma_for_batch(sigma, x.shape[:-3], x.dtype)[..., None, None, None]
         lam = jnp.maximum(lam, jnp.finfo(x.dtype).tiny)  # sigma = 0 gives u = x below
         xs = x / lam
@@ -227,7 +265,7 @@ class TVDenoiser(AbstractDenoiser):
 
         p0 = (jnp.zeros_like(x), jnp.zeros_like(x))
         ph, pw = jax.lax.fori_loop(0, self.num_steps, body, p0)
-        return x - lam * _div_backward(ph, pw)
+        return (x - lam * _div_backward(ph, pw)).astype(x_in.dtype)
 
 
 _NHWC = ("NHWC", "HWIO", "NHWC")
@@ -345,8 +383,9 @@ class DnCNN(AbstractDenoiser):
             boundary: "zeros" or "symmetric" (see the class docstring).
 
         Raises:
-            TypeError: ``key`` not a PRNG key; a count not an int.
-            ValueError: ``depth < 2``, non-positive ``channels``/``features``, unknown ``boundary``.
+            TypeError: ``key`` not a PRNG key; a count not an int; a flag not a bool.
+            ValueError: ``depth < 2``, non-positive ``channels``/``features``, unknown ``boundary``,
+                ``sigma_scale`` not finite and > 0.
         """
         key = check_key(key)
         depth = check_int(depth, "depth", minimum=2)
@@ -391,8 +430,9 @@ class DnCNN(AbstractDenoiser):
         return h
 
     def __call__(self, x, sigma):
-        _check_image(x)
+        x_in = _check_image(x)
         sigma = _check_sigma(sigma)
+        x = x_in.astype(compute_dtype(x_in.dtype))
         c = x.shape[-1]
         if c != self.channels and not (c == 1 and self.channels == 3):
             raise ValueError(expected(
@@ -411,7 +451,7 @@ class DnCNN(AbstractDenoiser):
             r = r * s[:, None, None, None]
         if c != self.channels:
             r = jnp.mean(r, axis=-1, keepdims=True)
-        return (flat - r).reshape(x.shape)
+        return (flat - r).reshape(x.shape).astype(x_in.dtype)
 
 
 class GradientStepDenoiser(AbstractDenoiser):
@@ -449,17 +489,25 @@ class GradientStepDenoiser(AbstractDenoiser):
 
     network: AbstractDenoiser
 
+    def __check_init__(self):
+        """Raises TypeError unless ``network`` is a denoiser ``N(x, sigma)``."""
+        if not (isinstance(self.network, AbstractDenoiser) or callable(self.network)):
+            raise TypeError(expected("network", "a denoiser callable as N(x, sigma)", type(self.network).__name__,
+                                     raw=True))
+
     def potential(self, x, sigma):
         """``g_sigma(x)`` per image: shape ``[...]`` for ``x`` of shape ``[..., H, W, C]``."""
         r = x - self.network(x, sigma)
         return 0.5 * jnp.sum(r**2, axis=(-3, -2, -1))
 
     def __call__(self, x, sigma):
-        _check_image(x)
+        x_in = _check_image(x)
+        sigma = _check_sigma(sigma)
+        x = x_in.astype(compute_dtype(x_in.dtype))
         n_out, vjp = jax.vjp(lambda u: self.network(u, sigma), x)
         r = x - n_out
         (jt_r,) = vjp(r)
-        return x - (r - jt_r)
+        return (x - (r - jt_r)).astype(x_in.dtype)
 
 
 def pretrained_info(name: str = "dncnn") -> dict:

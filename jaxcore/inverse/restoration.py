@@ -23,6 +23,12 @@ the functions themselves. Each validates its arguments on the host, then runs on
 compiled program (``equinox.filter_jit``): no user ``jit`` is needed, and a second call with the
 same shapes and options does not recompile.
 
+Dtypes: images are float arrays (integer images are refused: convert explicitly, e.g. ``y / 255``);
+a method runs in the dtype of ``x0`` (default ``y``), except half precision (float16, bfloat16),
+which runs in float32 internally (the schedule must still be finite in the half dtype) and returns
+``x`` cast back to the half dtype (the histories stay float32). Every check runs before the loop:
+the loop bodies hold no run-time checks.
+
 References:
     Renaud, Prost, Leclaire & Papadakis, "Plug-and-play image restoration with
     stochastic denoising regularization", ICML 2024, Algorithms 1-2 (SNORE, Annealed SNORE).
@@ -56,6 +62,7 @@ from jaxcore._util import (
     trusted_values,
 )
 
+from ._checks import as_array, compute_dtype
 from .denoisers import AbstractDenoiser
 from .metrics import _psnr
 from .operators import AbstractOperator, _normal
@@ -133,8 +140,8 @@ def constant_schedule(num_steps: int, *, sigma: float, alpha: float = 1.0, step_
         A :class:`Schedule` of ``[num_steps]`` arrays.
 
     Raises:
-        TypeError: ``num_steps`` not an int.
-        ValueError: ``num_steps < 1`` or a parameter not finite and >= 0.
+        TypeError: ``num_steps`` not an int; ``dtype`` not a float dtype.
+        ValueError: ``num_steps < 1`` or a parameter not finite and >= 0 (or not finite in ``dtype``).
 
     Examples:
         >>> from jaxcore.inverse import constant_schedule
@@ -145,9 +152,31 @@ def constant_schedule(num_steps: int, *, sigma: float, alpha: float = 1.0, step_
     num_steps = check_int(num_steps, "num_steps", minimum=1)
     for name, v in (("sigma", sigma), ("alpha", alpha), ("step_size", step_size)):
         check_scalar(v, name, nonnegative=True)
-    dtype = dtype or jnp.result_type(float)
+    dtype = _check_dtype(dtype)
+    for name, v in (("sigma", sigma), ("alpha", alpha), ("step_size", step_size)):
+        _check_survives_cast(v, name, dtype)
     full = lambda v: jnp.full((num_steps,), v, dtype)  # noqa: E731
     return Schedule(full(sigma), full(alpha), full(step_size))
+
+
+def _check_dtype(dtype) -> jnp.dtype:
+    """``dtype`` (None: the default float) checked to be a float dtype."""
+    if dtype is None:
+        return jnp.dtype(jnp.result_type(float))
+    try:
+        d = jnp.dtype(dtype)
+    except TypeError:
+        raise TypeError(expected("dtype", "a float dtype", dtype)) from None
+    if not jnp.issubdtype(d, jnp.floating):
+        raise TypeError(expected("dtype", "a float dtype", str(d)))
+    return d
+
+
+def _check_survives_cast(v, name: str, dtype) -> None:
+    """ValueError if a finite value becomes inf in ``dtype`` (1e5 in float16)."""
+    cast = np.asarray(jnp.asarray(v, dtype).astype(np.float32))
+    if not np.all(np.isfinite(cast)):
+        raise ValueError(expected(name, f"a value finite in {jnp.dtype(dtype).name}", v))
 
 
 def annealed_schedule(
@@ -184,9 +213,9 @@ def annealed_schedule(
         A :class:`Schedule` of ``num_stages * steps_per_stage + final_steps`` steps.
 
     Raises:
-        TypeError: a count not an int.
+        TypeError: a count not an int; ``dtype`` not a float dtype.
         ValueError: counts out of range or a total of 0 steps, a value not finite and >= 0 (> 0
-            for geometric spacing), or an unknown ``spacing``.
+            for geometric spacing, or not finite in ``dtype``), or an unknown ``spacing``.
 
     References:
         Renaud et al., ICML 2024, Algorithm 2 (Annealed SNORE).
@@ -219,7 +248,10 @@ def annealed_schedule(
         alp = alpha_start + (alpha_end - alpha_start) * t
     sig = np.concatenate([np.repeat(sig, steps_per_stage), np.full(final_steps, sigma_end)])
     alp = np.concatenate([np.repeat(alp, steps_per_stage), np.full(final_steps, alpha_end)])
-    dtype = dtype or jnp.result_type(float)
+    dtype = _check_dtype(dtype)
+    for name, v in (("sigma_start", sigma_start), ("sigma_end", sigma_end), ("alpha_start", alpha_start),
+                    ("alpha_end", alpha_end), ("step_size", step_size)):
+        _check_survives_cast(v, name, dtype)
     return Schedule(jnp.asarray(sig, dtype), jnp.asarray(alp, dtype), jnp.full(sig.shape, step_size, dtype))
 
 
@@ -230,6 +262,16 @@ def _check_types(operator, denoiser, schedule) -> None:
         raise TypeError(expected("denoiser", "a denoiser callable as D(x, sigma)", type(denoiser).__name__, raw=True))
     if not isinstance(schedule, Schedule):
         raise TypeError(expected("schedule", "a Schedule", type(schedule).__name__, raw=True))
+    lengths = set()
+    for name, a in zip(Schedule._fields, schedule):
+        a = as_array(a, f"schedule.{name}", integers=True, finite=False)
+        if a.ndim != 1 or a.shape[0] < 1:
+            raise ValueError(expected(f"schedule.{name}", "a 1-d array [num_steps], num_steps >= 1",
+                                      f"shape {tuple(a.shape)}", raw=True))
+        lengths.add(a.shape[0])
+    if len(lengths) != 1:
+        raise ValueError(expected("schedule", "sigma, alpha and step_size of one length num_steps",
+                                  f"lengths {[int(np.shape(a)[0]) for a in schedule]}", raw=True))
 
 
 def _validate_values(schedule: Schedule, sigma_y, dtype, *, sigma_positive: bool):
@@ -243,7 +285,9 @@ def _validate_values(schedule: Schedule, sigma_y, dtype, *, sigma_positive: bool
     """
     schedule = Schedule(*(a if isinstance(a, jax.Array) and a.dtype == dtype else jnp.asarray(a).astype(dtype)
                           for a in schedule))
-    sy = sigma_y if isinstance(sigma_y, jax.Array) else jnp.asarray(sigma_y)
+    sy = sigma_y if isinstance(sigma_y, jax.Array) else as_array(sigma_y, "sigma_y", integers=True, finite=False)
+    if sy.ndim != 0:
+        raise ValueError(expected("sigma_y", "a scalar", f"shape {tuple(sy.shape)}", raw=True))
     if is_concrete(sy):
         check_scalar(sy, "sigma_y", positive=True)
     for name, a in zip(Schedule._fields, schedule):
@@ -271,13 +315,13 @@ def _validate(key, y, operator, denoiser, schedule, sigma_y, x0, x_true, *, rand
     if random or key is not None:
         key = check_key(key)
     _check_types(operator, denoiser, schedule)
-    y = jnp.asarray(y)
+    y = as_array(y, "y")
     check_ndim(y, "y", 3, "one image [H, W, C] (use restore_batch for a batch)")
+    x0 = None if x0 is None else as_array(x0, "x0")
+    x_true = None if x_true is None else as_array(x_true, "x_true")
     for name, arr in (("x0", x0), ("x_true", x_true)):
-        if arr is not None and tuple(np.shape(arr)) != tuple(y.shape):
-            raise ValueError(expected(name, f"y's shape {tuple(y.shape)}", f"shape {tuple(np.shape(arr))}", raw=True))
-    x0 = None if x0 is None else jnp.asarray(x0)
-    x_true = None if x_true is None else jnp.asarray(x_true)
+        if arr is not None and tuple(arr.shape) != tuple(y.shape):
+            raise ValueError(expected(name, f"y's shape {tuple(y.shape)}", f"shape {tuple(arr.shape)}", raw=True))
     dtype = (y if x0 is None else x0).dtype
     sigma_y, schedule = _validate_values(schedule, sigma_y, dtype, sigma_positive=sigma_positive)
     return key, y, x0, x_true, sigma_y, schedule
@@ -359,7 +403,21 @@ def _pnp_hqs_step(operator, denoiser, y, sigma_y):
 
 def _restore(kind: str, key, y, x0, operator, denoiser, schedule, sigma_y, x_true, *, num_samples: int = 1,
              prox: bool = False, antithetic: bool = False, clip: bool = True, track: bool = False):
-    """One restoration of ``y`` by method ``kind`` on checked arguments (traced code, no checks)."""
+    """One restoration of ``y`` by method ``kind`` on checked arguments (traced code, no checks).
+
+    Runs in ``x0``'s (default ``y``'s) dtype, half precision in float32; ``x`` is cast back."""
+    out_dtype = (y if x0 is None else x0).dtype
+    work = compute_dtype(out_dtype)
+    cast = lambda a: None if a is None else a.astype(work)  # noqa: E731
+    y, x0, x_true, sigma_y = cast(y), cast(x0), cast(x_true), cast(sigma_y)
+    schedule = Schedule(*(a.astype(work) for a in schedule))
+    res = _restore_cast(kind, key, y, x0, operator, denoiser, schedule, sigma_y, x_true, num_samples=num_samples,
+                        prox=prox, antithetic=antithetic, clip=clip, track=track)
+    return res._replace(x=res.x.astype(out_dtype))
+
+
+def _restore_cast(kind, key, y, x0, operator, denoiser, schedule, sigma_y, x_true, *, num_samples, prox,
+                  antithetic, clip, track):
     if kind == "snore":
         step = _snore_step(operator, denoiser, y, sigma_y, num_samples, prox, antithetic)
     elif kind == "red":
@@ -426,9 +484,11 @@ def snore(
         ``track`` the ``[num_steps]`` histories.
 
     Raises:
-        TypeError: ``key`` not a PRNG key; wrong operator/denoiser/schedule type.
-        ValueError: ``y`` not ``[H, W, C]``, ``x0`` or ``x_true`` shape mismatch, ``sigma_y`` not
-            finite and ``> 0``, a schedule entry not finite, ``schedule.sigma <= 0`` or
+        TypeError: ``key`` not a PRNG key; wrong operator/denoiser/schedule type; ``y``, ``x0``,
+            ``x_true`` not float arrays (None, integers, complex); a flag not a bool.
+        ValueError: ``y`` not ``[H, W, C]`` or with a NaN or inf pixel, ``x0`` or ``x_true`` shape
+            mismatch, schedule arrays not 1-d of one length, ``sigma_y`` not a finite scalar
+            ``> 0``, a schedule entry not finite, ``schedule.sigma <= 0`` or
             ``schedule.alpha``, ``.step_size < 0`` (in the image's dtype), ``num_samples < 1``;
             operator shape/channel mismatches (from the operator). Under ``jit`` the value checks
             run once before the loop and raise ``equinox``'s runtime error.
@@ -762,9 +822,11 @@ def restore_batch(
         (histories ``[num_images, num_seeds, num_steps]``).
 
     Raises:
-        TypeError: ``keys`` not PRNG keys; wrong operator/denoiser/schedule type.
-        ValueError: unknown ``method``; ``ys`` not 4-D; mismatched shapes; ``chunk_size < 1``;
-            the value errors of the method.
+        TypeError: ``keys`` not PRNG keys; wrong operator/denoiser/schedule type; images not
+            float arrays.
+        ValueError: unknown ``method``; ``ys`` not 4-D; mismatched shapes (a batched operator
+            without the leading ``num_images`` axis included); ``chunk_size < 1``; the value errors
+            of the method.
 
     References:
         Renaud et al., ICML 2024 (SNORE); the methods' own references.
@@ -783,15 +845,22 @@ def restore_batch(
     if keys.ndim != 1:
         raise ValueError(expected("keys", "a 1-d array of keys [num_seeds]", f"shape {tuple(keys.shape)}", raw=True))
     _check_types(operator, denoiser, schedule)
-    ys = jnp.asarray(ys)
+    ys = as_array(ys, "ys")
     check_ndim(ys, "ys", 4, "shape [num_images, H, W, C]")
+    x0s = None if x0s is None else as_array(x0s, "x0s")
+    x_true = None if x_true is None else as_array(x_true, "x_true")
     for name, arr in (("x0s", x0s), ("x_true", x_true)):
-        if arr is not None and tuple(np.shape(arr)) != tuple(ys.shape):
-            raise ValueError(expected(name, f"ys's shape {tuple(ys.shape)}", f"shape {tuple(np.shape(arr))}",
+        if arr is not None and tuple(arr.shape) != tuple(ys.shape):
+            raise ValueError(expected(name, f"ys's shape {tuple(ys.shape)}", f"shape {tuple(arr.shape)}",
                                       raw=True))
-    x0s = ys if x0s is None else jnp.asarray(x0s)
-    x_true = None if x_true is None else jnp.asarray(x_true)
+    x0s = ys if x0s is None else x0s
     operator_batched = check_bool(operator_batched, "operator_batched")
+    if operator_batched:
+        for leaf in jax.tree_util.tree_leaves(eqx.filter(operator, eqx.is_array)):
+            if leaf.ndim < 1 or leaf.shape[0] != ys.shape[0]:
+                raise ValueError(expected("operator", f"array leaves with a leading num_images axis {ys.shape[0]} "
+                                          "(operator_batched=True)", f"a leaf of shape {tuple(leaf.shape)}",
+                                          raw=True))
     if chunk_size is not None:
         chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
     sigma_y, schedule = _validate_values(schedule, sigma_y, x0s.dtype,

@@ -15,7 +15,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from jaxcore._util import check_choice, check_int, check_key, check_scalar, expected
 
-from .operators import AbstractOperator, Blur, Inpainting, gaussian_kernel, motion_kernel, random_mask, uniform_kernel
+from .operators import _check_hw, AbstractOperator, Blur, Inpainting, gaussian_kernel, motion_kernel, random_mask, uniform_kernel
 
 __all__ = ["TASKS", "Task", "make_task"]
 
@@ -83,9 +83,7 @@ def make_task(key: PRNGKeyArray, name: str, shape: tuple[int, int], sigma_y: flo
     """
     key = check_key(key)
     name = check_choice(name, "name", tuple(TASKS))
-    if len(tuple(shape)) != 2:
-        raise TypeError(expected("shape", "(H, W), two ints", shape))
-    shape = tuple(check_int(s, "shape", minimum=1) for s in shape)
+    shape = _check_hw(shape, "shape")
     sigma_y = check_scalar(sigma_y, "sigma_y", nonnegative=True)
     if name == "inpainting":
         return Task(name, TASKS[name], Inpainting(random_mask(key, shape, 0.5)), sigma_y, None)

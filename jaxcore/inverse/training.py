@@ -21,8 +21,10 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxcore._util import Progress, check_choice, check_int, check_key, check_progress, check_scalar, expected
+from jaxcore._util import (Progress, check_bool, check_choice, check_int, check_key, check_progress, check_range,
+                           check_scalar, expected)
 
+from ._checks import as_array
 from .denoisers import AbstractDenoiser, TVDenoiser
 from .metrics import psnr
 
@@ -109,7 +111,8 @@ def psnr_table(denoiser: AbstractDenoiser, *, seed: int = TABLE_SEED, size: int 
         one mean PSNR per noise level in each column.
 
     Raises:
-        ValueError: as :func:`heldout_crops`.
+        TypeError: ``denoiser`` not callable as ``D(x, sigma)``; ``seed`` not an int; ``tv`` not a bool.
+        ValueError: as :func:`heldout_crops`; ``seed < 0``.
 
     References:
         Zhang et al., IEEE TIP 2017 (DnCNN, the PSNR-per-noise-level table format).
@@ -120,6 +123,10 @@ def psnr_table(denoiser: AbstractDenoiser, *, seed: int = TABLE_SEED, size: int 
         >>> len(t["network"]), all(n > z for n, z in zip(t["network"], t["noisy"]))
         (4, True)
     """
+    if not (isinstance(denoiser, AbstractDenoiser) or callable(denoiser)):
+        raise TypeError(expected("denoiser", "a denoiser callable as D(x, sigma)", type(denoiser).__name__, raw=True))
+    seed = check_int(seed, "seed", minimum=0)
+    tv = check_bool(tv, "tv")
     tv_den = TVDenoiser() if tv else None
     crops = heldout_crops(size)
     table: dict = {"sigma_255": list(TABLE_SIGMAS), "images": list(crops), "noisy": [], "tv": [], "network": []}
@@ -247,7 +254,7 @@ def train_denoiser(
         key: PRNG key of the noise levels and noise.
         model: the initial denoiser (e.g. ``DnCNN(key=...)`` or a :class:`GradientStepDenoiser`);
             its inexact arrays are trained, the rest kept.
-        images: training images ``[H, W, 1 or 3]`` in [0, 1], each at least ``patch_size`` on a side.
+        images: training images ``[H, W, 1 or 3]`` float in [0, 1], each at least ``patch_size`` on a side.
         num_steps: optimisation steps, >= 1.
         batch_size: crops per minibatch, >= 1.
         patch_size: crop side in pixels, >= 1.
@@ -266,7 +273,8 @@ def train_denoiser(
     Raises:
         TypeError: ``key`` not a PRNG key; a count not an int; ``progress`` neither bool nor callable.
         ValueError: counts or rates out of range; unknown ``sampling``; no images or an image
-            smaller than ``patch_size`` or not ``[H, W, 1 or 3]``.
+            smaller than ``patch_size``, not ``[H, W, 1 or 3]`` or with pixels outside [0, 1]
+            (NaN included). TypeError also for ``images`` None or an image not a float array.
 
     References:
         Zhang, Zuo, Chen, Meng & Zhang, "Beyond a Gaussian denoiser", IEEE TIP 2017 (the residual
@@ -296,9 +304,19 @@ def train_denoiser(
     sigma_max = check_scalar(sigma_max, "sigma_max", positive=True)
     sampling = check_choice(sampling, "sampling", ("image", "area"))
     progress = check_progress(progress)
-    images = [_rgb(np.asarray(im, np.float32)) for im in images]
+    if images is None or isinstance(images, (str, bytes)) or not hasattr(images, "__iter__"):
+        raise TypeError(expected("images", "a sequence of images [H, W, 1 or 3]", type(images).__name__, raw=True))
+    images = list(images)
     if not images:
         raise ValueError(expected("images", "at least one image", "an empty sequence", raw=True))
+    arrays = []
+    for i, im in enumerate(images):
+        a = np.asarray(as_array(im, f"images[{i}]"))
+        if a.ndim != 3 or a.shape[-1] not in (1, 3):
+            raise ValueError(expected(f"images[{i}]", "an image [H, W, 1 or 3]", f"shape {a.shape}", raw=True))
+        check_range(a, f"images[{i}]", 0.0, 1.0)
+        arrays.append(_rgb(a.astype(np.float32)))
+    images = arrays
     for i, im in enumerate(images):
         if im.ndim != 3 or im.shape[-1] != 3 or min(im.shape[:2]) < patch_size:
             raise ValueError(expected(f"images[{i}]", f"an image [H, W, 1 or 3] with sides >= patch_size {patch_size}",
