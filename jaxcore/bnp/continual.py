@@ -39,9 +39,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxcore._util import check_choice, check_int, check_key, check_scalar, expected
+from jaxcore._util import check_choice, check_int, check_scalar, expected
+from jaxcore._util.keys import is_key
 
-from .model import _WEIGHTS, AdaptiveMLP, _check_model, _rebuild, _template, fit
+from .model import _WEIGHTS, AdaptiveMLP, _check_labels, _check_model, _rebuild, _template, fit
 
 __all__ = [
     "METHODS",
@@ -252,8 +253,18 @@ def _mask_union_jit(masks, num_tasks):
 # ----------------------------------------------------------------- driver
 
 
-class ContinualConfig(NamedTuple):
-    """Training budget shared by all methods.
+class _ContinualConfigFields(NamedTuple):
+    num_steps: int = 400
+    batch_size: int = 64
+    num_samples: int = 4
+    learning_rate: float = 1e-3
+    kl_weight: float = 1.0
+    ewc_lambda: float = 100.0
+    num_fisher_samples: int = 256
+
+
+class ContinualConfig(_ContinualConfigFields):
+    """Training budget shared by all methods (checked when constructed).
 
     Attributes:
         num_steps: optimiser steps per task.
@@ -264,18 +275,25 @@ class ContinualConfig(NamedTuple):
         ewc_lambda: EWC penalty strength.
         num_fisher_samples: examples used for the EWC Fisher of each task.
 
+    Raises:
+        ValueError / TypeError (messages name ``config.<field>``): a count that is not an int >= 1, a ``learning_rate`` that is not finite
+            and > 0, a ``kl_weight`` or ``ewc_lambda`` that is not finite and >= 0.
+
     Examples:
         >>> ContinualConfig(num_steps=10).batch_size
         64
     """
 
-    num_steps: int = 400
-    batch_size: int = 64
-    num_samples: int = 4
-    learning_rate: float = 1e-3
-    kl_weight: float = 1.0
-    ewc_lambda: float = 100.0
-    num_fisher_samples: int = 256
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls, *args, **kwargs)
+        for name in ("num_steps", "batch_size", "num_samples", "num_fisher_samples"):
+            check_int(getattr(self, name), f"config.{name}", 1)
+        check_scalar(self.learning_rate, "config.learning_rate", positive=True)
+        check_scalar(self.kl_weight, "config.kl_weight", nonnegative=True)
+        check_scalar(self.ewc_lambda, "config.ewc_lambda", nonnegative=True)
+        return self
 
 
 class ContinualResult(NamedTuple):
@@ -360,11 +378,21 @@ def run_continual(keys, method: str, model: AdaptiveMLP, tasks, config: Continua
         >>> r.accuracy.shape
         (2, 2, 2)
     """
-    check_key(keys, "keys", batch=True)
-    if keys.ndim != 1:
-        raise TypeError(expected("keys", "a 1-d batch of PRNG keys [seeds]", f"shape {keys.shape}", raw=True))
+    if not is_key(keys):
+        raise TypeError(expected("keys", "a 1-d batch of PRNG keys [seeds] (jax.random.split(key, seeds))",
+                                 f"{type(keys).__name__}" + (f" of dtype {keys.dtype}" if hasattr(keys, "dtype") else ""),
+                                 raw=True))
+    typed = jnp.issubdtype(keys.dtype, jax.dtypes.prng_key)
+    if keys.ndim != (1 if typed else 2):
+        what = "a single key" if keys.ndim == (0 if typed else 1) else f"keys of shape {keys.shape}"
+        raise TypeError(expected("keys", "a 1-d batch of PRNG keys [seeds] (jax.random.split(key, seeds))",
+                                 what, raw=True))
+    if not typed:
+        keys = jax.random.wrap_key_data(keys)
     method = check_choice(method, "method", METHODS)
     _check_model(model)
+    if not isinstance(config, ContinualConfig):
+        raise TypeError(expected("config", "a ContinualConfig", type(config).__name__, raw=True))
     check_int(config.num_steps, "config.num_steps", 1)
     check_int(config.batch_size, "config.batch_size", 1)
     check_int(config.num_samples, "config.num_samples", 1)
@@ -378,6 +406,13 @@ def run_continual(keys, method: str, model: AdaptiveMLP, tasks, config: Continua
         raise ValueError(expected("tasks.x_train", f"{model.in_features} features (model.in_features)",
                                   f"{x_train.shape[-1]} features", raw=True))
     num_tasks = x_train.shape[0]
+    if num_tasks > model.num_heads:
+        raise ValueError(expected("tasks", f"at most model.num_heads = {model.num_heads} tasks (one head each)",
+                                  f"{num_tasks} tasks", raw=True))
+    for name in ("y_train", "y_test"):
+        n = getattr(tasks, "n_" + name[2:])
+        for t in range(num_tasks):
+            _check_labels(model, getattr(tasks, name)[t], int(n[t]), f"tasks.{name}[{t}]")
     data = (x_train, jnp.asarray(tasks.y_train), jnp.asarray(tasks.n_train),
             x_test, jnp.asarray(tasks.y_test), jnp.asarray(tasks.n_test))
     # the same compiled functions for either flag: the switch is traced
@@ -388,7 +423,7 @@ def run_continual(keys, method: str, model: AdaptiveMLP, tasks, config: Continua
     return _det_run(template, data, keys, config, num_tasks, method == "ewc")
 
 
-def _head_of(task, heads):
+def _head_of(task, heads):  # run_continual refuses more tasks than heads: no clamp needed
     return jnp.minimum(task, heads - 1)
 
 

@@ -23,9 +23,11 @@ import jax.custom_batching
 import jax.extend.random
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import betaln, gammaln
+from jax.scipy.special import betaln, gammaln, xlog1py, xlogy
 
-from jaxcore._util import check_finite, check_int, check_key, check_positive, check_range, expected
+from jaxcore._util import check_int, check_key, check_positive, check_range, expected
+
+from ._checks import broadcast_args, finite_arg, float_arg, positive_arg
 from numpyro.distributions import Distribution, constraints
 from numpyro.distributions.util import promote_shapes, validate_sample
 
@@ -317,7 +319,17 @@ class StickBreakingBetaProcess(Distribution):
 
     @validate_sample
     def log_prob(self, value):
-        """``log p(pi)`` (nats), ``[*sample_shape, *batch_shape]``."""
+        """``log p(pi)`` (nats), ``[*sample_shape, *batch_shape]``.
+
+        ``value`` ``[..., K]`` in ``[0, 1]`` (a concrete value outside is a ValueError; NaN too).
+        The Beta terms use ``xlogy`` / ``xlog1py``, so ``nu = 1`` with ``b = 1`` and ``nu = 0`` with
+        ``a = 1`` are finite.
+        """
+        value = float_arg(value, "value")
+        if jnp.ndim(value) < 1 or jnp.shape(value)[-1] != self.truncation:
+            raise ValueError(expected("value", f"shape [..., {self.truncation}] (truncation)",
+                                      f"shape {jnp.shape(value)}", raw=True))
+        check_range(value, "value", 0.0, 1.0)
         return _stick_log_prob_jit(value, self.concentration1, self.concentration0)
 
 
@@ -345,8 +357,9 @@ def _stick_log_prob(value, a, b):
     log_pi = jnp.log(value)
     prev = jnp.concatenate([jnp.zeros_like(log_pi[..., :1]), log_pi[..., :-1]], axis=-1)
     log_nu = log_pi - prev
-    log1m_nu = jnp.log1p(-jnp.exp(log_nu))
-    lp = (a - 1) * log_nu + (b - 1) * log1m_nu - betaln(a, b)
+    nu = jnp.exp(log_nu)
+    # xlogy / xlog1py: a = 1 at nu = 0 and b = 1 at nu = 1 give 0 * log 0 = 0 (the density is finite there)
+    lp = xlogy(a - 1, nu) + xlog1py(b - 1, -nu) - betaln(a, b)
     return jnp.sum(lp, axis=-1) - jnp.sum(prev, axis=-1)
 
 
@@ -558,7 +571,9 @@ def bernoulli_process_logits(log_pi, gamma):
         logits, broadcast shape of the inputs, float.
 
     Raises:
-        ValueError: a concrete ``log_pi`` that is NaN or > 0.
+        ValueError: a concrete ``log_pi`` that is NaN or > 0, a ``gamma`` that is NaN or inf
+            (host check when concrete, ``equinox.error_if`` when traced), shapes that do not broadcast.
+        TypeError: ``log_pi`` or ``gamma`` not real numeric data (None, strings).
 
     References:
         Thapa & Li, "Bayesian Adaptation of Network Depth and Width for
@@ -569,9 +584,11 @@ def bernoulli_process_logits(log_pi, gamma):
         >>> bernoulli_process_logits(jnp.log(jnp.array([0.5, 0.8])), 0.0)
         Array([0.       , 1.386...], dtype=float32)
     """
+    log_pi = float_arg(log_pi, "log_pi")
     check_range(log_pi, "log_pi", None, 0.0)
-    log_pi = jnp.asarray(log_pi, jnp.result_type(log_pi, float))
-    return _bernoulli_process_logits_jit(log_pi, jnp.asarray(gamma, jnp.result_type(gamma, float)))
+    gamma = finite_arg(gamma, "gamma")
+    broadcast_args((("log_pi", log_pi), ("gamma", gamma)))
+    return _bernoulli_process_logits_jit(log_pi, gamma)
 
 
 def _bernoulli_process_logits(log_pi, gamma):
@@ -675,9 +692,10 @@ class LogitRelaxedBernoulli(Distribution):
     reparametrized_params = ["temperature", "logits"]
 
     def __init__(self, temperature, logits, *, validate_args=None):
-        check_positive(temperature, "temperature")
-        check_finite(logits, "logits")  # (use a large finite value for near-certain masks)
-        self.temperature, self.logits = promote_shapes(jnp.asarray(temperature), jnp.asarray(logits))
+        temperature = positive_arg(temperature, "temperature")
+        logits = finite_arg(logits, "logits")  # (use a large finite value for near-certain masks)
+        broadcast_args((("temperature", temperature), ("logits", logits)))
+        self.temperature, self.logits = promote_shapes(temperature, logits)
         super().__init__(
             batch_shape=jnp.broadcast_shapes(jnp.shape(self.temperature), jnp.shape(self.logits)),
             validate_args=validate_args,

@@ -80,6 +80,7 @@ from jaxcore._util import (
     expected,
     is_concrete,
 )
+from jaxcore._util.checks import error_if
 
 from .distributions import (
     _GAMMA_PROPOSALS,
@@ -185,6 +186,34 @@ def _rebuild(model, key, **changes):
 def _template(model):
     """A hashable shape template of ``model`` (arrays as ``jax.ShapeDtypeStruct``), for caches."""
     return jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), a.dtype), model)
+
+
+def _check_task(model, task, name="task"):
+    """A concrete head index must be an int in ``[0, num_heads)`` (never clamped); traced ones are not checked."""
+    if is_concrete(task):
+        if task is None:
+            raise TypeError(expected(name, "an int head index", "None", raw=True))
+        if isinstance(task, (np.ndarray, jax.Array)) and np.ndim(task) == 0 and \
+                jnp.issubdtype(jnp.result_type(task), jnp.integer):
+            task = int(task)
+        check_int(task, name, 0, model.num_heads - 1)
+
+
+def _check_labels(model, y, num_valid=None, name="y"):
+    """Concrete labels must be integers in ``[0, num_classes)`` (the first ``num_valid`` rows; the rest is padding)."""
+    if not is_concrete(y):
+        return
+    if y is None or not hasattr(y, "dtype") and not isinstance(y, (list, tuple)):
+        raise TypeError(expected(name, "an int label array", type(y).__name__, raw=True))
+    a = np.asarray(y)
+    if a.dtype.kind not in "iu":
+        raise TypeError(expected(name, "integer labels", f"dtype {a.dtype}", raw=True))
+    if num_valid is not None:
+        a = a[: int(num_valid)]
+    bad = (a < 0) | (a >= model.num_classes)
+    if bad.any():
+        raise ValueError(expected(name, f"labels in [0, {model.num_classes}) (num_classes)",
+                                  f"{a[bad][0].item()!r}", raw=True))
 
 
 def _check_model(model, name="model"):
@@ -527,6 +556,8 @@ class AdaptiveMLP(eqx.Module):
         check_key(key)
         self._check_xy(x, y)
         _check_model(prior, "prior")
+        _check_task(self, task)
+        _check_labels(self, y)
         return _elbo_jit(self, key, prior, x, y, *_traced(task, num_data, kl_weight),
                          check_int(num_samples, "num_samples", 1), adapt)
 
@@ -550,6 +581,8 @@ class AdaptiveMLP(eqx.Module):
         """
         self._check_xy(x, y)
         _check_model(prior, "prior")
+        _check_task(self, task)
+        _check_labels(self, y)
         task, num_data, kl_weight = _traced(task, num_data, kl_weight)
         return _elbo_from_noise_jit(self, prior, noise, x, y, task, num_data, kl_weight, adapt)
 
@@ -638,6 +671,7 @@ class AdaptiveMLP(eqx.Module):
         """
         self._check_x(x)
         check_shape(masks, "masks", self.mask_shape())
+        _check_task(self, task)
         return _predict_logits_jit(self, masks, x, jnp.asarray(task, jnp.int32))
 
     def _predict_logits(self, masks, x, task):
@@ -856,6 +890,8 @@ def make_svi_step(optimizer: optax.GradientTransformation, num_samples: int, kl_
         _check_model(state.params, "state.params")
         _check_model(prior, "prior")
         state.params._check_xy(x, y)
+        _check_task(state.params, task)  # host checks of concrete values only: the step's program is unchanged
+        _check_labels(state.params, y)
         return _svi_step_jit(optimizer, num_samples, kl_weight, adapt, key, state, prior, x, y, task, num_data)
 
     step.__doc__ = (f"One SVI step (S = {num_samples}): ``step(key, state, prior, x, y, task, num_data) -> "
@@ -886,6 +922,19 @@ def _fit(key, params, prior, x, y, num_valid, task, learning_rate, kl_weight, ad
 
 
 _fit_jit = eqx.filter_jit(_fit)
+
+
+def _scalar_arg(x, name, *, positive):
+    """A float32 scalar > 0 (>= 0): a host check when concrete, ``equinox.error_if`` once when traced."""
+    what = "a finite number > 0" if positive else "a finite number >= 0"
+    if is_concrete(x):
+        if isinstance(x, jax.Array) and x.ndim != 0:
+            raise ValueError(expected(name, "a scalar", f"shape {x.shape}", raw=True))
+        return jnp.asarray(check_scalar(x, name, positive=positive, nonnegative=not positive), jnp.float32)
+    if jnp.ndim(x) != 0:
+        raise ValueError(expected(name, "a scalar", f"shape {jnp.shape(x)}", raw=True))
+    ok = jnp.isfinite(x) & ((x > 0) if positive else (x >= 0))
+    return error_if(x, ~ok, name, what)
 
 
 def fit(
@@ -961,11 +1010,15 @@ def fit(
         if np.ndim(num_valid) != 0:
             raise ValueError(expected("num_valid", "a scalar", f"shape {np.shape(num_valid)}", raw=True))
         check_int(int(np.asarray(num_valid)), "num_valid", 1, jnp.shape(x)[0])
-    if not isinstance(learning_rate, jax.Array):
-        learning_rate = jnp.asarray(check_scalar(learning_rate, "learning_rate", positive=True), jnp.float32)
-    if not isinstance(kl_weight, jax.Array):
-        kl_weight = jnp.asarray(check_scalar(kl_weight, "kl_weight", nonnegative=True), jnp.float32)
+    params._check_x(x)
+    _check_task(params, task)
+    _check_labels(params, y, num_valid if is_concrete(num_valid) else None)
+    learning_rate = _scalar_arg(learning_rate, "learning_rate", positive=True)
+    kl_weight = _scalar_arg(kl_weight, "kl_weight", positive=False)
     num_valid = jnp.asarray(num_valid, jnp.int32)
     task = jnp.asarray(task, jnp.int32)
+    if not is_concrete(task):  # checked once here, before the scan (never inside the training loop)
+        task = error_if(task, (task < 0) | (task >= params.num_heads), "task",
+                        f"an int in [0, {params.num_heads - 1}] (a head index)")
     return _fit_jit(key, params, prior, x, y, num_valid, task, learning_rate, kl_weight, adapt, num_steps,
                     batch_size, num_samples, progress)
