@@ -32,7 +32,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_bool, check_key, check_scalar, expected, is_concrete
+from jaxcore._util import check_bool, check_finite, check_key, check_scalar, describe, error_if, expected, is_concrete
 
 PyTree = Any
 #: A radius: a float ``>= 0`` or an optax schedule ``count -> rho`` (``optax.Schedule``).
@@ -61,10 +61,44 @@ def _check_real(x: Any, name: str, **bounds: Any) -> None:
 
 
 def _check_tree(tree: PyTree, name: str) -> None:
+    if tree is None:
+        raise TypeError(expected(name, "a pytree of float arrays", "None", raw=True))
     for leaf in jax.tree.leaves(tree):
         if not (eqx.is_array_like(leaf) and jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)):
             raise TypeError(expected(name, "a pytree of float arrays", f"a leaf of type {type(leaf).__name__}",
                                      raw=True))
+        if jnp.issubdtype(jnp.result_type(leaf), jnp.complexfloating):
+            raise TypeError(expected(name, "a pytree of real float arrays", f"dtype {jnp.result_type(leaf)}",
+                                     raw=True))
+
+
+_WHAT = {"nonneg": "a finite number >= 0", "finite": "a finite number", "unit": "a number in [0, 1]"}
+
+
+def _checked_value(x: Any, name: str, kind: str = "nonneg") -> Any:
+    """Check a scalar hyperparameter: on the host when concrete, with ``error_if`` when traced.
+
+    Returns the value to use (a traced value threaded through its run-time check). Called by the
+    public entry points only, before their compiled program, never inside a loop body.
+    """
+    if is_concrete(x):
+        if kind == "nonneg":
+            check_scalar(x, name, nonnegative=True)
+        elif kind == "unit":
+            check_scalar(x, name, low=0.0, high=1.0)
+        else:
+            check_scalar(x, name)
+        return x
+    if jnp.ndim(x) != 0:
+        raise TypeError(expected(name, "a scalar", f"an array of shape {jnp.shape(x)}", raw=True))
+    if not jnp.issubdtype(x.dtype, jnp.floating) and not jnp.issubdtype(x.dtype, jnp.integer):
+        raise TypeError(expected(name, "a real number", f"dtype {x.dtype}", raw=True))
+    ok = jnp.isfinite(x)
+    if kind == "nonneg":
+        ok = ok & (x >= 0)
+    elif kind == "unit":
+        ok = (x >= 0) & (x <= 1)
+    return error_if(x, ~ok, name, f"{_WHAT[kind]} (checked at run time), got a value outside")
 
 
 def _same_structure(a: PyTree, b: PyTree, name_a: str, name_b: str) -> None:
@@ -100,10 +134,43 @@ def _tree_dot(a: PyTree, b: PyTree) -> Array:
     return sum(jnp.vdot(x.astype(dt).ravel(), y.astype(dt).ravel()) for x, y in zip(la, lb))
 
 
+def _scaled_norm(leaves: list, dt: Any) -> Array:
+    """``m sqrt(sum (x / m)^2)`` with ``m = max |x|``: no underflow or overflow of the squares."""
+    # The scaled form is the norm for any m > 0, so m carries no gradient (its own would overflow).
+    m = jax.lax.stop_gradient(
+        jnp.max(jnp.stack([jnp.max(jnp.abs(x.astype(dt))) if x.size else jnp.zeros((), dt) for x in leaves])))
+    ok = (m > 0) & jnp.isfinite(m)
+    inv = 1.0 / jnp.where(ok, m, 1.0)
+    sq = sum(jnp.sum(jnp.square(x.astype(dt) * inv)) for x in leaves)
+    return jnp.where(ok, m * jnp.sqrt(jnp.where(ok, sq, 1.0)), m)  # m = 0 (zero tree), inf or NaN as it is
+
+
 def _global_norm(tree: PyTree) -> Array:
+    """The Euclidean norm, stable in float32.
+
+    The common path is the plain sum of squares; only where it underflows (below ``tiny / eps``,
+    where the squares of small entries lose their precision or vanish, zero tree included) or
+    overflows to inf does a ``lax.cond`` take the max-abs-scaled form (one more pass, at run time
+    only in that case).
+    """
     sq = _tree_dot(tree, tree)
-    pos = sq > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
+    leaves = jax.tree.leaves(tree)
+    if not leaves:
+        return sq
+    dt = sq.dtype
+    fi = jnp.finfo(dt)
+    small = float(fi.tiny) / float(fi.eps)
+    rare = (sq < small) | (sq == jnp.inf)
+
+    def plain(args):
+        s, _ = args
+        return jnp.sqrt(jnp.where(s < small, 1.0, s))  # s >= small here (NaN stays NaN)
+
+    def scaled(args):
+        _, ls = args
+        return _scaled_norm(ls, dt)
+
+    return jax.lax.cond(rare, scaled, plain, (sq, leaves))
 
 
 def _safe_normalize(tree: PyTree, scale: Any = 1.0) -> tuple[PyTree, Array]:
@@ -205,7 +272,7 @@ def safe_normalize(tree: PyTree, scale: Any = 1.0) -> tuple[PyTree, Float[Array,
         [0.0, 0.0]
     """
     _check_tree(tree, "tree")
-    _check_real(scale, "scale")
+    scale = _checked_value(scale, "scale", "finite")
     return _safe_normalize_jit(tree, _as_scalar(scale))
 
 
@@ -245,7 +312,17 @@ def rho_at(rho: Radius, count: Int[Array, ""] | int) -> Float[Array, ""]:
         (0.05, 0.05)
     """
     _check_radius(rho)
-    return _rho_at_jit(rho if callable(rho) else _as_scalar(rho), _as_scalar(count))
+    if not callable(rho):
+        rho = _checked_value(rho, "rho")
+    if not eqx.is_array_like(count) or not jnp.issubdtype(jnp.result_type(count), jnp.integer) \
+            or isinstance(count, bool) or jnp.ndim(count) != 0:
+        raise TypeError(expected("count", "an int scalar (the step count)", count))
+    out = _rho_at_jit(rho if callable(rho) else _as_scalar(rho), _as_scalar(count))
+    if callable(rho):  # a schedule's value: the radius it gives must be >= 0 too
+        if jnp.ndim(out) != 0:
+            raise TypeError(expected("rho", "a schedule returning a scalar", f"shape {jnp.shape(out)}", raw=True))
+        out = _checked_value(out, "rho")
+    return out
 
 
 def lr_proportional_rho(
@@ -299,6 +376,24 @@ def lr_proportional_rho(
 # ----------------------------------------------------------------------------
 
 
+def _check_weight_mask(weight_mask: Any, params: PyTree) -> Any:
+    """None, a function ``params -> mask`` or a mask pytree of bools with the structure of ``params``."""
+    if weight_mask is None:
+        return None
+    mask = weight_mask(params) if callable(weight_mask) else weight_mask
+    sp = jax.tree.structure(params)
+    try:
+        leaves = sp.flatten_up_to(mask)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(expected("weight_mask", f"a pytree of bools with the structure of params ({sp})",
+                                  mask)) from exc
+    for leaf in leaves:
+        if not isinstance(leaf, (bool, np.bool_)):
+            raise TypeError(expected("weight_mask", "Python bools (one per leaf of params)",
+                                     f"a leaf of type {type(leaf).__name__}", raw=True))
+    return weight_mask
+
+
 def _sam_perturbation(grads: PyTree, rho: Any) -> PyTree:
     eps, _ = _safe_normalize(grads, rho)
     return eps
@@ -314,7 +409,7 @@ def default_weight_mask(params: PyTree) -> PyTree:
         A pytree like ``params`` of Python bools (static: no array is computed).
 
     Raises:
-        Nothing: every leaf has an ``ndim``.
+        TypeError: ``params`` is None.
 
     References:
         Kwon et al., "ASAM: Adaptive Sharpness-Aware Minimization for
@@ -327,6 +422,8 @@ def default_weight_mask(params: PyTree) -> PyTree:
         >>> default_weight_mask({"w": jnp.ones((2, 3)), "b": jnp.ones(3)})
         {'b': False, 'w': True}
     """
+    if params is None:
+        raise TypeError(expected("params", "the parameter pytree", "None", raw=True))
     return jax.tree.map(lambda p: bool(jnp.ndim(p) >= 2), params)
 
 
@@ -404,6 +501,7 @@ def sam_perturbation(grads: PyTree, rho: Any) -> PyTree:
     """
     _check_tree(grads, "grads")
     _check_radius(rho, schedule=False)
+    rho = _checked_value(rho, "rho")
     return _sam_perturbation_jit(grads, _as_scalar(rho))
 
 
@@ -449,7 +547,9 @@ def asam_perturbation(
     _check_tree(params, "params")
     _same_structure(grads, params, "grads", "params")
     _check_radius(rho, schedule=False)
-    _check_real(eta, "eta", nonnegative=True)
+    rho = _checked_value(rho, "rho")
+    eta = _checked_value(eta, "eta")
+    weight_mask = _check_weight_mask(weight_mask, params)
     return _asam_perturbation_jit(grads, params, _as_scalar(rho), _as_scalar(eta), weight_mask)
 
 
@@ -485,6 +585,7 @@ def random_perturbation(key: PRNGKeyArray, like: PyTree, rho: Any) -> PyTree:
     check_key(key)
     _check_tree(like, "like")
     _check_radius(rho, schedule=False)
+    rho = _checked_value(rho, "rho")
     return _random_perturbation_jit(key, like, _as_scalar(rho))
 
 
@@ -520,7 +621,7 @@ def gsam_direction(ascent_grads: PyTree, perturbed_grads: PyTree, alpha: Any) ->
     _check_tree(ascent_grads, "ascent_grads")
     _check_tree(perturbed_grads, "perturbed_grads")
     _same_structure(ascent_grads, perturbed_grads, "ascent_grads", "perturbed_grads")
-    _check_real(alpha, "alpha", nonnegative=True)
+    alpha = _checked_value(alpha, "alpha")
     return _gsam_direction_jit(ascent_grads, perturbed_grads, _as_scalar(alpha))
 
 
@@ -733,6 +834,53 @@ def _check_logits_labels(logits: Array, labels: Array) -> None:
         raise ValueError(expected("logits", "at least 2 classes", f"{logits.shape[-1]} classes", raw=True))
 
 
+def _check_obf_inputs(logits: Any, labels: Any) -> tuple[Array, Array]:
+    """Host-side checks of the public OBF functions: types, shapes and label values.
+
+    Integer labels must lie in ``[0, classes)`` (never a silent all-zero one-hot row); one-hot or
+    soft labels must be finite, >= 0 and sum to 1 per row (within 1e-3). Traced integer labels are
+    range-checked at run time (``error_if``).
+    """
+    for name, x in (("logits", logits), ("labels", labels)):
+        if x is None or not eqx.is_array_like(x):
+            raise TypeError(expected(name, "an array", type(x).__name__, raw=True))
+    logits, labels = jnp.asarray(logits), jnp.asarray(labels)
+    if not jnp.issubdtype(logits.dtype, jnp.floating):
+        raise TypeError(expected("logits", "a float array [batch, classes]", f"dtype {logits.dtype}", raw=True))
+    if labels.dtype == jnp.bool_ or jnp.issubdtype(labels.dtype, jnp.complexfloating):
+        raise TypeError(expected("labels", "int class indices [batch] or one-hot [batch, classes]",
+                                 f"dtype {labels.dtype}", raw=True))
+    _check_logits_labels(logits, labels)
+    c = logits.shape[-1]
+    if labels.ndim == 1:
+        if not jnp.issubdtype(labels.dtype, jnp.integer):
+            raise TypeError(expected("labels", "int class indices [batch] or one-hot [batch, classes]",
+                                     f"dtype {labels.dtype}", raw=True))
+        if is_concrete(labels):
+            a = np.asarray(labels)
+            bad = (a < 0) | (a >= c)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ValueError(expected("labels", f"class indices in [0, {c})", f"{int(a[i])} at index {i}",
+                                          raw=True))
+        else:
+            labels = error_if(labels, jnp.any((labels < 0) | (labels >= c)), "labels",
+                              f"class indices in [0, {c}) (checked at run time), got one outside")
+    elif labels.ndim == 2:
+        _check_ndim_labels = labels.shape[-1] == c
+        if _check_ndim_labels and is_concrete(labels):
+            a = np.asarray(labels, np.float64)
+            if not np.isfinite(a).all() or (a < 0).any():
+                raise ValueError(expected("labels", "one-hot or soft labels: finite values >= 0",
+                                          describe(labels), raw=True))
+            rows = a.sum(-1)
+            if (np.abs(rows - 1.0) > 1e-3).any():
+                i = int(np.argmax(np.abs(rows - 1.0)))
+                raise ValueError(expected("labels", "rows summing to 1 (within 1e-3; one-hot or soft labels)",
+                                          f"row {i} summing to {rows[i]!r}", raw=True))
+    return logits, labels
+
+
 def _check_obf_config(gamma: Any, lam: Any, sigmoid: Any) -> None:
     _check_real(gamma, "gamma", low=0.0, high=1.0)
     if lam is not None:
@@ -832,8 +980,9 @@ def obf_alpha(
         >>> [round(v, 4) for v in obf_alpha(logits, jnp.array([0, 0]), sigmoid=False).tolist()]
         [0.8571, 0.0]
     """
-    _check_logits_labels(logits, labels)
+    logits, labels = _check_obf_inputs(logits, labels)
     _check_obf_config(gamma, lam, sigmoid)
+    gamma = _checked_value(gamma, "gamma", "unit")
     return _obf_alpha_jit(logits, labels, _as_scalar(gamma), None if lam is None else float(lam), bool(sigmoid))
 
 
@@ -872,8 +1021,9 @@ def obf_cotangent(
         >>> obf_cotangent(jnp.zeros((1, 2)), jnp.array([0]), lam=0.0).tolist()  # a = 1: (u - p) / B
         [[0.0, 0.0]]
     """
-    _check_logits_labels(logits, labels)
+    logits, labels = _check_obf_inputs(logits, labels)
     _check_obf_config(gamma, lam, sigmoid)
+    gamma = _checked_value(gamma, "gamma", "unit")
     return _obf_cotangent_jit(logits, labels, _as_scalar(gamma), None if lam is None else float(lam), bool(sigmoid))
 
 
@@ -911,8 +1061,19 @@ def obf_loss(
         >>> round(float(obf_loss(jnp.zeros((1, 2)), jnp.array([0]), jnp.ones(1), sigmoid=False)), 4)  # -CE(p, u)
         -0.6931
     """
-    _check_logits_labels(logits, labels)
+    logits, labels = _check_obf_inputs(logits, labels)
     check_bool(sigmoid, "sigmoid")
+    if alpha is None or not eqx.is_array_like(alpha):
+        raise TypeError(expected("alpha", f"a float array [batch] (batch {logits.shape[0]})", type(alpha).__name__,
+                                 raw=True))
+    alpha = jnp.asarray(alpha)
+    if not (jnp.issubdtype(alpha.dtype, jnp.floating) or jnp.issubdtype(alpha.dtype, jnp.integer)):
+        raise TypeError(expected("alpha", "a real float array [batch]", f"dtype {alpha.dtype}", raw=True))
+    if alpha.shape not in ((), (logits.shape[0],)):
+        raise ValueError(expected("alpha", f"shape [batch] = ({logits.shape[0]},) or a scalar",
+                                  f"shape {alpha.shape}", raw=True))
+    if is_concrete(alpha):
+        check_finite(alpha, "alpha")
     return _obf_loss_jit(logits, labels, alpha, bool(sigmoid))
 
 

@@ -28,7 +28,7 @@ from jaxcore._util import check_int, check_key, expected
 from .perturbations import (
     _as_scalar,
     _check_radius,
-    _check_real,
+    _checked_value,
     _check_tree,
     _global_norm,
     _random_perturbation,
@@ -47,16 +47,34 @@ def _check_loss_fn(loss_fn: Any) -> None:
                                  type(loss_fn).__name__, raw=True))
 
 
+def _loss_pair(out: Any) -> tuple[jax.Array, Any]:
+    """``(loss, aux)`` checked at trace time: a tuple of two with a scalar float ``loss``."""
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError(expected("loss_fn", "a function returning (loss, aux) (the jaxcore.sam loss convention)",
+                                 f"a {type(out).__name__}", raw=True))
+    loss = out[0]
+    if not eqx.is_array_like(loss):
+        raise TypeError(expected("loss_fn", "a scalar float loss as the first element of (loss, aux)",
+                                 type(loss).__name__, raw=True))
+    if jnp.ndim(loss) != 0:
+        raise ValueError(expected("loss_fn", "a scalar loss (mean over the batch)", f"shape {jnp.shape(loss)}",
+                                  raw=True))
+    if not jnp.issubdtype(jnp.result_type(loss), jnp.floating):
+        raise TypeError(expected("loss_fn", "a float loss", f"dtype {jnp.result_type(loss)}", raw=True))
+    return out
+
+
+def _checked_loss_fn(loss_fn: Any) -> Any:
+    """``loss_fn`` whose output is checked (at trace time, no run-time cost) by :func:`_loss_pair`."""
+    return lambda *args: _loss_pair(loss_fn(*args))
+
+
 def _loss_value(out: Any) -> jax.Array:
     """``loss`` of ``(loss, aux)``; refuses a bare scalar (the family's one loss convention)."""
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TypeError(expected("loss_fn", "a function returning (loss, aux) (the jaxcore.sam loss convention)",
                                  f"a {type(out).__name__}", raw=True))
-    loss = out[0]
-    if jnp.ndim(loss) != 0:
-        raise ValueError(expected("loss_fn", "a scalar loss (mean over the batch)", f"shape {jnp.shape(loss)}",
-                                  raw=True))
-    return loss
+    return _loss_pair(out)[0]
 
 
 def _scalar_loss(loss_fn: LossFn, model_state: PyTree) -> Callable[[PyTree, PyTree], jax.Array]:
@@ -325,9 +343,10 @@ def m_sharpness(
     _check_loss_fn(loss_fn)
     _check_tree(params, "params")
     _check_radius(rho, schedule=False)
+    rho = _checked_value(rho, "rho")
     num_steps = check_int(num_steps, "num_steps", minimum=1)
     if step_size is not None:
-        _check_real(step_size, "step_size", nonnegative=True)
+        step_size = _checked_value(step_size, "step_size")
     b = _leading_size(batch)
     k = check_int(num_micro_batches, "num_micro_batches", minimum=1)
     if b % k:

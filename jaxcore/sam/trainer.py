@@ -43,10 +43,10 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import Progress, check_bool, check_int, check_key, check_progress, error_if, expected
+from jaxcore._util import Progress, check_bool, check_int, check_key, check_progress, error_if, expected, is_concrete
 
-from .perturbations import OBF, Perturbation, _check_tree, _global_norm, _rho_at
-from .sharpness import _check_loss_fn
+from .perturbations import OBF, Perturbation, _check_tree, _checked_value, _global_norm, _rho_at
+from .sharpness import _check_loss_fn, _checked_loss_fn
 
 PyTree = Any
 LossFn = Callable[[PyTree, PyTree, PyTree], tuple[jax.Array, Any]]
@@ -148,6 +148,7 @@ def init(params: PyTree, optimizer: optax.GradientTransformation, model_state: P
         0
     """
     _check_optimizer(optimizer)
+    _check_tree(params, "params")
     return SAMState(jnp.zeros((), jnp.int32), optimizer.init(params), model_state)
 
 
@@ -266,6 +267,7 @@ def _num_micro(num_micro_batches: Any, b: int) -> int:
 
 def _ascent(loss_fn, params, model_state, batch, obf):
     """(loss, aux, h) of the clean pass: h the training-loss gradient, or OBF's pulled-back cotangent."""
+    loss_fn = _checked_loss_fn(loss_fn)
     if obf is None:
         (loss, aux), h = jax.value_and_grad(loss_fn, has_aux=True)(params, model_state, batch)
         return loss, aux, h
@@ -286,6 +288,7 @@ def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, a
     b = _batch_size(batch)
     m = b // k
     model_state = state.model_state
+    loss_fn = _checked_loss_fn(loss_fn)  # (loss, aux) checked at trace time
     # Differentiate at per-device copies; update the (replicated) params.
     params_v = _as_device_varying(params, axis_name) if axis_name is not None else params
 
@@ -370,6 +373,23 @@ def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, a
 
 
 _step_jit = eqx.filter_jit(_step)
+
+
+def _checked_fields(module: Any) -> Any:
+    """A perturbation (or OBF) whose traced hyperparameters (rho, eta, alpha, gamma) carry a run-time check.
+
+    Concrete values were checked at construction; a traced one (a module built inside ``jit``) is
+    checked here once, before the compiled step or the training loop, never inside its body.
+    """
+    if module is None:
+        return None
+    for field, kind in (("rho", "nonneg"), ("eta", "nonneg"), ("alpha", "nonneg"), ("gamma", "unit")):
+        value = getattr(module, field, None)
+        if value is None or callable(value) and not eqx.is_array(value) or is_concrete(value):
+            continue
+        checked = _checked_value(value, field, kind)
+        module = eqx.tree_at(lambda m, f=field: getattr(m, f), module, checked)
+    return module
 
 
 def _validate_step(loss_fn, batch, key, optimizer, perturbation, perturbation_loss, num_micro_batches, axis_name,
@@ -461,8 +481,12 @@ def step(
         >>> round(float(info.loss), 4), int(state.count)
         (1.0, 1)
     """
+    _check_tree(params, "params")
+    if not isinstance(state, SAMState):
+        raise TypeError(expected("state", "a SAMState (from jaxcore.sam.init)", type(state).__name__, raw=True))
     k = _validate_step(loss_fn, batch, key, optimizer, perturbation, perturbation_loss, num_micro_batches,
                        axis_name, sync_perturbation)
+    perturbation, perturbation_loss = _checked_fields(perturbation), _checked_fields(perturbation_loss)
     return _step_jit(loss_fn, params, state, batch, key, optimizer, perturbation, perturbation_loss, k, axis_name,
                      bool(sync_perturbation))
 
@@ -720,16 +744,31 @@ def train(
         >>> res.losses.shape, bool(res.losses[-1] < res.losses[0])
         ((3,), True)
     """
+    _check_tree(params, "params")
+    if indices is None or not eqx.is_array_like(indices):
+        raise TypeError(expected("indices", "an int array [num_steps, batch_size]", type(indices).__name__, raw=True))
     indices = jnp.asarray(indices) if not isinstance(indices, jax.Array) else indices
     if indices.ndim != 2 or not jnp.issubdtype(indices.dtype, jnp.integer):
         raise ValueError(expected("indices", "an int array [num_steps, batch_size]",
                                   f"{indices.dtype} shape {tuple(indices.shape)}", raw=True))
-    _batch_size(data)
+    n = _batch_size(data)
     if indices.shape[0] < 1:
         raise ValueError(expected("indices", "at least one step", f"shape {tuple(indices.shape)}", raw=True))
+    # Out-of-range rows would be clamped silently by the gather: refused (host, or once before the loop).
+    if is_concrete(indices):
+        a = np.asarray(indices)
+        bad = (a < 0) | (a >= n)
+        if bad.any():
+            i = tuple(int(j) for j in np.argwhere(bad)[0])
+            raise ValueError(expected("indices", f"example indices in [0, {n}) (the rows of data)",
+                                      f"{int(a[i])} at index {i}", raw=True))
+    else:
+        indices = error_if(indices, jnp.any((indices < 0) | (indices >= n)), "indices",
+                           f"example indices in [0, {n}) (checked at run time), got one outside")
     batch_spec = jax.tree.map(lambda x: jax.ShapeDtypeStruct((indices.shape[1],) + x.shape[1:], x.dtype), data)
     k = _validate_step(loss_fn, batch_spec, key, optimizer, perturbation, perturbation_loss, num_micro_batches,
                        None, False)
+    perturbation, perturbation_loss = _checked_fields(perturbation), _checked_fields(perturbation_loss)
     progress = check_progress(progress)
     return _train_jit(loss_fn, params, data, indices, key, model_state, optimizer, perturbation, perturbation_loss,
                       k, progress)
