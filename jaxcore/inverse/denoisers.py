@@ -292,7 +292,8 @@ def conv3x3(h: Float[Array, "N H W I"], w: Float[Array, "3 3 I O"]) -> Float[Arr
         ``[N, H, W, O]`` in the inputs' dtype.
 
     Raises:
-        TypeError: shapes that ``lax.conv_general_dilated`` refuses.
+        TypeError: ``h`` or ``w`` not a float array.
+        ValueError: ``h`` not 4-d, ``w`` not ``[3, 3, I, O]`` with ``I`` the channels of ``h``.
 
     References:
         Dumoulin & Visin, "A guide to convolution arithmetic for deep learning", 2016 (the
@@ -305,6 +306,12 @@ def conv3x3(h: Float[Array, "N H W I"], w: Float[Array, "3 3 I O"]) -> Float[Arr
         >>> float(conv3x3(jnp.ones((1, 4, 4, 1)), w)[0, 0, 0, 0])
         2.0
     """
+    h = as_array(h, "h", finite=False)  # no host read of the values: called per layer
+    w = as_array(w, "w", finite=False)
+    if h.ndim != 4:
+        raise ValueError(expected("h", "activations [N, H, W, I]", f"shape {tuple(h.shape)}", raw=True))
+    if w.ndim != 4 or w.shape[:2] != (3, 3) or w.shape[2] != h.shape[-1]:
+        raise ValueError(expected("w", f"a kernel [3, 3, {h.shape[-1]}, O] (HWIO)", f"shape {tuple(w.shape)}", raw=True))
     return jax.lax.conv_general_dilated(h, w, (1, 1), "SAME", dimension_numbers=_NHWC)
 
 
