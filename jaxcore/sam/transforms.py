@@ -41,6 +41,7 @@ from .perturbations import (
     _asam_perturbation,
     _check_radius,
     _check_real,
+    _checked_value,
     _rho_at,
     _safe_normalize,
     _sam_perturbation,
@@ -112,6 +113,7 @@ def sam_adversary(rho: float) -> optax.GradientTransformation:
         >>> opt = optax.contrib.sam(optax.sgd(0.1), sam_adversary(0.05), sync_period=2)
     """
     _check_radius(rho, schedule=False)
+    rho = _checked_value(rho, "rho")  # a traced radius is checked once, here
 
     def init_fn(params):
         del params
@@ -152,7 +154,8 @@ def asam_adversary(rho: float, eta: float = 0.01, weight_mask: Any = None) -> op
         >>> opt = optax.contrib.sam(optax.sgd(0.1), asam_adversary(0.5), sync_period=2)
     """
     _check_radius(rho, schedule=False)
-    _check_real(eta, "eta", nonnegative=True)
+    rho = _checked_value(rho, "rho")
+    eta = _checked_value(eta, "eta")
 
     def init_fn(params):
         del params

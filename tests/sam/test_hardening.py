@@ -1,0 +1,219 @@
+"""Regression tests of issue 15 (hardening) for jaxcore.sam: each reproducer, then its class."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jaxcore import sam
+from jaxcore.sam import perturbations as P
+
+RUNTIME = (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError)
+
+
+def _loss(w, _, b):
+    logits = b["x"] @ w
+    return optax.softmax_cross_entropy_with_integer_labels(logits, b["label"]).mean(), {"logits": logits}
+
+
+def _bare_loss(w, _, b):  # returns a bare scalar, not (loss, aux)
+    return jnp.mean((b["x"] @ w) ** 2)
+
+
+_BATCH = {"x": jnp.eye(4, 3), "label": jnp.array([0, 1, 2, 0], jnp.int32)}
+_W = jnp.zeros((3, 3))
+
+
+# --- norms stable in float32 -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("v", [1e-19, 1e19, 1e-30, 1e30])
+def test_sam_perturbation_tiny_and_huge_gradients_keep_norm_rho_float32(v):
+    eps = sam.sam_perturbation({"w": jnp.full(8, v, jnp.float32)}, 0.05)
+    assert eps["w"].dtype == jnp.float32
+    np.testing.assert_allclose(float(sam.global_norm(eps)), 0.05, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(eps["w"]), 0.05 / np.sqrt(8), rtol=1e-5)
+
+
+@pytest.mark.parametrize("v", [1e-19, 1e19, 1e-30, 1e30])
+def test_global_norm_stable_float32(v):
+    n = sam.global_norm({"a": jnp.full(8, v, jnp.float32), "b": jnp.full((2, 2), v, jnp.float32)})
+    np.testing.assert_allclose(float(n), v * np.sqrt(12), rtol=1e-5)
+    n16 = sam.global_norm(jnp.full(4, v, jnp.bfloat16))
+    np.testing.assert_allclose(float(n16), float(jnp.asarray(v, jnp.bfloat16)) * 2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("v", [1e-30, 1e30])
+def test_asam_and_gsam_and_safe_normalize_stable_float32(v):
+    g = {"w": jnp.full((2, 2), v, jnp.float32), "b": jnp.full(2, v, jnp.float32)}
+    p = {"w": jnp.ones((2, 2)), "b": jnp.ones(2)}
+    eps = sam.asam_perturbation(g, p, 1.0, eta=0.0)
+    np.testing.assert_allclose(float(sam.global_norm(eps)), 1.0, rtol=1e-5)  # T = 1: plain SAM
+    out, norm = sam.safe_normalize(g, 2.0)
+    np.testing.assert_allclose(float(sam.global_norm(out)), 2.0, rtol=1e-5)
+    np.testing.assert_allclose(float(norm), v * np.sqrt(6), rtol=1e-5)
+    d = sam.gsam_direction(jax.tree.map(lambda x: 2 * x, g), g, 0.5)
+    assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(d))
+    np.testing.assert_allclose(np.asarray(d["w"]), v, rtol=1e-5)  # h parallel to g_p: no g_perp
+
+
+def test_global_norm_zero_and_gradients_stay_finite():
+    g = jax.grad(P._global_norm)
+    assert np.asarray(g(jnp.zeros(3))).tolist() == [0.0, 0.0, 0.0]
+    for v in (1e-30, 1e30, 3.0):
+        np.testing.assert_allclose(np.asarray(g(jnp.full(4, v, jnp.float32))), 0.5, rtol=1e-5)
+    vg = jax.vmap(g)(jnp.array([[0.0, 0.0], [1e-30, 1e-30], [3.0, 4.0], [1e30, 1e30]], jnp.float32))
+    assert np.isfinite(np.asarray(vg)).all()
+    assert float(sam.global_norm({})) == 0.0
+    assert np.isnan(float(sam.global_norm(jnp.array([1.0, jnp.nan]))))  # NaN is not hidden
+
+
+def test_step_ascent_norm_tiny_gradient_is_not_zero():
+    # loss ~ 1e-20 * w: its gradient's squared norm underflows in float32; the step must still perturb.
+    loss = lambda w, _, b: (1e-20 * jnp.sum(w * b.mean(0)), {})  # noqa: E731
+    w = jnp.zeros(4)
+    res = sam.step(loss, w, sam.init(w, optax.sgd(0.1)), jnp.ones((2, 4)), optimizer=optax.sgd(0.1),
+                   perturbation=sam.SAM(0.05))
+    np.testing.assert_allclose(float(res.info.ascent_norm), 2e-20, rtol=1e-5)
+
+
+# --- negative radius / rates in the functional API -------------------------------------------
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: sam.sam_perturbation({"w": jnp.ones(2)}, r),
+    lambda r: sam.asam_perturbation({"w": jnp.ones(2)}, {"w": jnp.ones(2)}, r),
+    lambda r: sam.random_perturbation(jax.random.key(0), {"w": jnp.ones(2)}, r),
+    lambda r: sam.rho_at(r, 0),
+    lambda r: sam.sam_adversary(r),
+    lambda r: sam.asam_adversary(r),
+    lambda r: sam.m_sharpness(_loss, _W, _BATCH, num_micro_batches=1, rho=r),
+])
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf")])
+def test_functional_negative_rho_refused(call, bad):
+    with pytest.raises(ValueError, match="rho: expected"):
+        call(bad)
+
+
+def test_functional_negative_alpha_eta_step_size_gamma_refused():
+    with pytest.raises(ValueError, match="alpha: expected"):
+        sam.gsam_direction(jnp.ones(2), jnp.ones(2), -1.0)
+    with pytest.raises(ValueError, match="eta: expected"):
+        sam.asam_perturbation({"w": jnp.ones(2)}, {"w": jnp.ones(2)}, 0.1, eta=-1.0)
+    with pytest.raises(ValueError, match="step_size: expected"):
+        sam.m_sharpness(_loss, _W, _BATCH, num_micro_batches=1, rho=0.1, step_size=-1)
+    with pytest.raises(ValueError, match="rho: expected"):
+        sam.rho_at(lambda c: -0.1 + 0.0 * c, 0)  # a schedule's value
+    with pytest.raises(ValueError, match="gamma: expected"):
+        sam.obf_alpha(jnp.zeros((2, 3)), jnp.array([0, 1]), gamma=2.0)
+
+
+def test_traced_negative_rho_raises_at_run_time():
+    with pytest.raises(RUNTIME, match="rho: expected"):
+        jax.block_until_ready(jax.jit(sam.sam_perturbation)({"w": jnp.ones(2)}, -1.0))
+    with pytest.raises(RUNTIME, match="alpha: expected"):
+        jax.block_until_ready(jax.jit(sam.gsam_direction)(jnp.ones(2), jnp.ones(2), -1.0))
+    with pytest.raises(RUNTIME, match="rho: expected"):
+        jax.block_until_ready(jax.jit(sam.rho_at)(-1.0, 0))
+    with pytest.raises(RUNTIME, match="step_size: expected"):
+        f = jax.jit(lambda s: sam.m_sharpness(_loss, _W, _BATCH, num_micro_batches=1, rho=0.1, step_size=s).sharpness)
+        jax.block_until_ready(f(-1.0))
+    ok = jax.jit(sam.sam_perturbation)({"w": jnp.array([3.0, 4.0])}, 0.5)
+    np.testing.assert_allclose(np.asarray(ok["w"]), [0.3, 0.4], rtol=1e-6)
+
+
+def test_traced_rho_in_a_class_checked_once_in_step():
+    opt = optax.sgd(0.1)
+
+    def run(r):
+        return sam.step(_loss, _W, sam.init(_W, opt), _BATCH, optimizer=opt, perturbation=sam.SAM(r)).params
+
+    jax.block_until_ready(jax.jit(run)(0.05))
+    with pytest.raises((*RUNTIME, ValueError), match="rho: expected"):  # XLA:CPU wraps the callback error
+        jax.block_until_ready(jax.jit(run)(-0.05))
+
+
+# --- shapes, None, labels ------------------------------------------------------------------------
+
+
+def test_tree_dot_and_norms_refuse_mismatch_and_none():
+    with pytest.raises(ValueError, match="^b: expected"):
+        sam.tree_dot(jnp.ones(2), jnp.ones(3))
+    for call, name in [(lambda: sam.tree_dot(None, jnp.ones(3)), "a"), (lambda: sam.global_norm(None), "tree"),
+                       (lambda: sam.sam_perturbation(None, 0.1), "grads"),
+                       (lambda: sam.asam_perturbation(jnp.ones(2), None, 0.1), "params"),
+                       (lambda: sam.random_perturbation(jax.random.key(0), None, 0.1), "like"),
+                       (lambda: sam.default_weight_mask(None), "params"),
+                       (lambda: sam.init(None, optax.sgd(0.1)), "params")]:
+        with pytest.raises(TypeError, match=f"^{name}: expected"):
+            call()
+    with pytest.raises(ValueError, match="^params: expected"):
+        sam.asam_perturbation({"w": jnp.ones(2)}, {"w": jnp.ones(3)}, 0.1)
+    with pytest.raises(TypeError, match="^weight_mask: expected"):
+        sam.asam_perturbation({"w": jnp.ones(2)}, {"w": jnp.ones(2)}, 0.1, weight_mask={"w": 1})
+    with pytest.raises(ValueError, match="^weight_mask: expected"):
+        sam.asam_perturbation({"w": jnp.ones(2)}, {"w": jnp.ones(2)}, 0.1, weight_mask={"v": True})
+
+
+def test_obf_refuses_mismatched_alpha_and_out_of_range_labels():
+    logits = jnp.zeros((2, 3))
+    with pytest.raises(ValueError, match="^alpha: expected"):
+        sam.obf_loss(logits, jnp.array([0, 1]), jnp.ones(3))
+    with pytest.raises(TypeError, match="^alpha: expected"):
+        sam.obf_loss(logits, jnp.array([0, 1]), None)
+    for f in (lambda lab: sam.obf_loss(logits, lab, jnp.ones(2)), lambda lab: sam.obf_alpha(logits, lab),
+              lambda lab: sam.obf_cotangent(logits, lab)):
+        for lab in (jnp.array([0, 5]), jnp.array([-1, 0])):
+            with pytest.raises(ValueError, match=r"^labels: expected class indices in \[0, 3\)"):
+                f(lab)
+    with pytest.raises(ValueError, match="^labels: expected"):
+        sam.obf_alpha(logits, jnp.array([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0]]))  # a row summing to 2
+    with pytest.raises(ValueError, match="^labels: expected"):
+        sam.obf_alpha(logits, jnp.array([0, 1, 2]))  # batch mismatch
+    with pytest.raises(TypeError, match="^logits: expected"):
+        sam.obf_alpha(None, jnp.array([0, 1]))
+    with pytest.raises(RUNTIME, match="labels: expected"):
+        jax.block_until_ready(jax.jit(sam.obf_alpha)(logits, jnp.array([0, 5])))
+
+
+def test_train_refuses_out_of_range_indices():
+    opt = optax.sgd(0.1)
+    with pytest.raises(ValueError, match="^indices: expected example indices in"):
+        sam.train(_loss, _W, _BATCH, jnp.array([[0, 4]]), optimizer=opt, perturbation=sam.SAM(0.05))
+    with pytest.raises(TypeError, match="^indices: expected"):
+        sam.train(_loss, _W, _BATCH, None, optimizer=opt, perturbation=sam.SAM(0.05))
+
+
+def test_step_refuses_bad_state_and_none_params():
+    opt = optax.sgd(0.1)
+    with pytest.raises(TypeError, match="^state: expected"):
+        sam.step(_loss, _W, None, _BATCH, optimizer=opt, perturbation=sam.SAM(0.05))
+    with pytest.raises(TypeError, match="^params: expected"):
+        sam.step(_loss, None, sam.init(_W, opt), _BATCH, optimizer=opt, perturbation=sam.SAM(0.05))
+
+
+# --- a loss that does not return (loss, aux) --------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ["step", "step_plain", "step_obf", "train", "ascent", "ascent_obf", "hvp",
+                                   "eig", "msharp"])
+def test_bare_scalar_loss_gives_clear_type_error(entry):
+    opt = optax.sgd(0.1)
+    calls = {
+        "step": lambda: sam.step(_bare_loss, _W, sam.init(_W, opt), _BATCH, optimizer=opt,
+                                 perturbation=sam.SAM(0.05)),
+        "step_plain": lambda: sam.step(_bare_loss, _W, sam.init(_W, opt), _BATCH, optimizer=opt, perturbation=None),
+        "step_obf": lambda: sam.step(_bare_loss, _W, sam.init(_W, opt), _BATCH, optimizer=opt,
+                                     perturbation=sam.SAM(0.05), perturbation_loss=sam.OBF()),
+        "train": lambda: sam.train(_bare_loss, _W, _BATCH, jnp.array([[0, 1]]), optimizer=opt,
+                                   perturbation=sam.SAM(0.05)),
+        "ascent": lambda: sam.ascent_gradient(_bare_loss, _W, _BATCH),
+        "ascent_obf": lambda: sam.ascent_gradient(_bare_loss, _W, _BATCH, sam.OBF()),
+        "hvp": lambda: sam.hessian_vector_product(_bare_loss, _W, _BATCH, _W),
+        "eig": lambda: sam.hessian_max_eigenvalue(jax.random.key(0), _bare_loss, _W, _BATCH, num_iters=1),
+        "msharp": lambda: sam.m_sharpness(_bare_loss, _W, _BATCH, num_micro_batches=1, rho=0.1),
+    }
+    with pytest.raises(TypeError, match=r"^loss_fn: expected a function returning \(loss, aux\)"):
+        calls[entry]()
