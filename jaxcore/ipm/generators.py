@@ -39,7 +39,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxcore._util import check_int, check_key, check_scalar, expected
+from jaxcore._util import check_int, check_key, check_scalar, error_if, expected
+
+from ._inputs import check_float_dtype
 
 from .samples import HierarchicalSample
 
@@ -123,8 +125,9 @@ def uniform_mixture_base(intervals: Sequence[tuple[float, float]], probs: Sequen
         A sampler ``base(key, shape, dtype=float32) -> atoms``.
 
     Raises:
-        ValueError: empty or mismatched lists, lo >= hi, non-finite bounds, negative
-            probabilities or probabilities not summing to one.
+        ValueError: empty or mismatched lists, lo >= hi, non-finite bounds, negative or
+            non-finite probabilities or probabilities not summing to one (within 1e-6).
+        TypeError: None or non-numeric lists.
 
     References:
         Catalano & Lavenant, ICML 2024, Section 6 (the "splitting" pair).
@@ -136,8 +139,8 @@ def uniform_mixture_base(intervals: Sequence[tuple[float, float]], probs: Sequen
         >>> bool((abs(x) >= 0.75).all() & (abs(x) <= 1.0).all())
         True
     """
-    iv = np.asarray(intervals, dtype=np.float64)
-    pr = np.asarray(probs, dtype=np.float64)
+    iv = _host_floats(intervals, "intervals")
+    pr = _host_floats(probs, "probs")
     if iv.ndim != 2 or iv.shape[1] != 2 or iv.shape[0] < 1 or pr.shape != (iv.shape[0],):
         raise ValueError(expected("intervals, probs", "shapes [C, 2] and [C] with C >= 1",
                                   f"shapes {iv.shape} and {pr.shape}", raw=True))
@@ -148,16 +151,56 @@ def uniform_mixture_base(intervals: Sequence[tuple[float, float]], probs: Sequen
     return _UniformMixture(tuple(map(tuple, iv.tolist())), tuple(pr.tolist()))
 
 
-def _check_dirichlet_process_args(key: Any, base: Any, alpha: Any, num_measures: Any, num_atoms: Any) -> tuple:
+def _host_floats(x: Any, name: str) -> np.ndarray:
+    """A list/array of real numbers as float64 (TypeError in the dialect for None, strings, ragged lists)."""
+    try:
+        a = np.asarray(x)
+    except Exception as exc:  # noqa: BLE001
+        raise TypeError(expected(name, "real numbers", type(x).__name__, raw=True)) from exc
+    if x is None or a.dtype == np.bool_ or (a.dtype.kind not in "iuf" and a.dtype.name != "bfloat16"):
+        raise TypeError(expected(name, "real numbers", x))
+    return a.astype(np.float64)
+
+
+def _check_dirichlet_process_args(
+    key: Any, base: Any, alpha: Any, num_measures: Any, num_atoms: Any, dtype: Any, base_shape: str
+) -> tuple:
+    """Host checks (and, for a traced ``alpha``, a run-time ``error_if``) of the three DP generators.
+
+    Returns ``(key, alpha array, num_measures, num_atoms, compute dtype, result dtype)``.
+    """
     key = check_key(key)
     if not callable(base):
         raise TypeError(expected("base", "a sampler base(key, shape, dtype) (e.g. uniform_base())",
                                  type(base).__name__, raw=True))
     num_measures = check_int(num_measures, "num_measures", minimum=1)
     num_atoms = check_int(num_atoms, "num_atoms", minimum=1)
-    if not isinstance(alpha, jax.core.Tracer):
-        check_scalar(alpha, "alpha", positive=True)
-    return key, num_measures, num_atoms
+    dtype, out_dtype = check_float_dtype(dtype)
+    if isinstance(alpha, jax.core.Tracer):
+        if alpha.ndim != 0 or not jnp.issubdtype(alpha.dtype, jnp.floating):
+            raise TypeError(expected("alpha", "a scalar float", alpha))
+        alpha = error_if(jnp.asarray(alpha, dtype), ~(jnp.isfinite(alpha) & (alpha > 0)), "alpha",
+                         "a finite number > 0")
+    else:
+        alpha = jnp.asarray(check_scalar(alpha, "alpha", positive=True), dtype)
+    shape = (num_atoms,) if base_shape == "one" else (num_measures, num_atoms)
+    try:
+        out = jax.eval_shape(lambda k: base(k, shape, dtype), key)
+    except Exception as exc:  # noqa: BLE001 - a user's sampler failing is their argument's error
+        raise TypeError(expected("base", "a sampler base(key, shape, dtype) -> atoms",
+                                 f"{type(exc).__name__}: {exc}"[:200], raw=True)) from exc
+    if getattr(out, "shape", None) != shape or not jnp.issubdtype(getattr(out, "dtype", jnp.int32), jnp.floating):
+        raise ValueError(expected("base", f"a sampler returning float atoms of the requested shape {shape}",
+                                  f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}",
+                                  raw=True))
+    return key, alpha, num_measures, num_atoms, dtype, out_dtype
+
+
+def _cast(s: HierarchicalSample, dtype: Any) -> HierarchicalSample:
+    """Cast a sample drawn in float32 back to a half dtype (rows then sum to one within a few epsilons)."""
+    if s.atoms.dtype == dtype:
+        return s
+    return HierarchicalSample(s.atoms.astype(dtype), s.weights.astype(dtype), s.uniform)
 
 
 def _urn_one(key: PRNGKeyArray, base: BaseSampler, alpha: Array, num_atoms: int, dtype: Any) -> Array:
@@ -193,17 +236,19 @@ def dirichlet_process_urn(
     Args:
         key: PRNG key.
         base: base-measure sampler (e.g. :func:`uniform_base`).
-        alpha: concentration > 0.
+        alpha: concentration > 0, finite (a traced alpha is checked at run time through ``error_if``).
         num_measures: n, the number of random measures.
         num_atoms: N, atoms per measure.
-        dtype: floating dtype.
+        dtype: floating dtype; float16/bfloat16 are sampled in float32 and cast.
 
     Returns:
         :class:`HierarchicalSample` with atoms ``[n, N]`` and uniform weights.
 
     Raises:
-        ValueError: alpha <= 0, num_measures < 1 or num_atoms < 1.
-        TypeError: a key that is not a PRNG key, a base that is not callable, non-int counts.
+        ValueError: alpha <= 0 or NaN/inf, num_measures < 1 or num_atoms < 1, a base whose
+            atoms are not float of the requested shape.
+        TypeError: a key that is not a PRNG key, a base that is not callable (or fails),
+            non-int counts, a dtype that is not floating.
 
     References:
         Blackwell & MacQueen, Ann. Statist. 1973.
@@ -214,8 +259,9 @@ def dirichlet_process_urn(
         >>> s.atoms.shape, s.uniform
         ((3, 5), True)
     """
-    key, num_measures, num_atoms = _check_dirichlet_process_args(key, base, alpha, num_measures, num_atoms)
-    return _urn_jit(key, jnp.asarray(alpha, dtype), base, num_measures, num_atoms, jnp.dtype(dtype))
+    key, alpha, num_measures, num_atoms, dtype, out_dtype = _check_dirichlet_process_args(
+        key, base, alpha, num_measures, num_atoms, dtype, "one")
+    return _cast(_urn_jit(key, alpha, base, num_measures, num_atoms, dtype), out_dtype)
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))
@@ -255,8 +301,9 @@ def dirichlet_process_finite(
         >>> s.weights.shape, [round(float(w), 4) for w in s.weights.sum(1)]
         ((3, 5), [1.0, 1.0, 1.0])
     """
-    key, num_measures, num_atoms = _check_dirichlet_process_args(key, base, alpha, num_measures, num_atoms)
-    return _finite_jit(key, jnp.asarray(alpha, dtype), base, num_measures, num_atoms, jnp.dtype(dtype))
+    key, alpha, num_measures, num_atoms, dtype, out_dtype = _check_dirichlet_process_args(
+        key, base, alpha, num_measures, num_atoms, dtype, "all")
+    return _cast(_finite_jit(key, alpha, base, num_measures, num_atoms, dtype), out_dtype)
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))
@@ -300,8 +347,9 @@ def dirichlet_process_stick_breaking(
         >>> s.weights.shape, [round(float(w), 4) for w in s.weights.sum(1)]
         ((3, 5), [1.0, 1.0, 1.0])
     """
-    key, num_measures, num_atoms = _check_dirichlet_process_args(key, base, alpha, num_measures, num_atoms)
-    return _stick_jit(key, jnp.asarray(alpha, dtype), base, num_measures, num_atoms, jnp.dtype(dtype))
+    key, alpha, num_measures, num_atoms, dtype, out_dtype = _check_dirichlet_process_args(
+        key, base, alpha, num_measures, num_atoms, dtype, "all")
+    return _cast(_stick_jit(key, alpha, base, num_measures, num_atoms, dtype), out_dtype)
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))
@@ -344,14 +392,17 @@ def hierarchical_gaussian(
         mean, mean_scale: location and spread (>= 0) of the random means.
         scale, log_scale_sd: typical standard deviation (> 0) and its log-normal spread (>= 0).
         dim: None for atoms ``[n, m]`` on R, else d >= 1 for atoms ``[n, m, d]``.
-        dtype: floating dtype.
+        dtype: floating dtype; float16/bfloat16 are sampled in float32 and cast.
+
+    Every scale is a concrete Python/NumPy number (NaN and inf are refused).
 
     Returns:
         :class:`HierarchicalSample` with uniform weights.
 
     Raises:
-        ValueError: num_measures, num_atoms or dim < 1, or scales out of range.
-        TypeError: a key that is not a PRNG key, or non-int counts.
+        ValueError: num_measures, num_atoms or dim < 1, or scales out of range or NaN/inf.
+        TypeError: a key that is not a PRNG key, non-int counts, traced scales, a dtype that
+            is not floating.
 
     References:
         Catalano & Lavenant, ICML 2024, Section 6 (hierarchical Gaussian models).
@@ -371,9 +422,9 @@ def hierarchical_gaussian(
     mean_scale = check_scalar(mean_scale, "mean_scale", nonnegative=True)
     scale = check_scalar(scale, "scale", positive=True)
     log_scale_sd = check_scalar(log_scale_sd, "log_scale_sd", nonnegative=True)
-    dtype = jnp.dtype(dtype)
+    dtype, out_dtype = check_float_dtype(dtype)
     params = jnp.asarray([mean, mean_scale, scale, log_scale_sd], dtype)
-    return _gaussian_jit(key, params, num_measures, num_atoms, dim, dtype)
+    return _cast(_gaussian_jit(key, params, num_measures, num_atoms, dim, dtype), out_dtype)
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))
@@ -424,7 +475,8 @@ def dirichlet_process_approximation_bounds(alpha: float, num_atoms: Any) -> dict
         dict with keys "urn", "finite", "stick_breaking" of float64 arrays shaped like N.
 
     Raises:
-        ValueError: alpha <= 0 or N < 1.
+        ValueError: alpha <= 0 or NaN/inf, N < 1 or not an integer.
+        TypeError: non-numeric N.
 
     References:
         Catalano & Lavenant, ICML 2024, Section 6 (the experiment these bounds accompany).
@@ -439,9 +491,9 @@ def dirichlet_process_approximation_bounds(alpha: float, num_atoms: Any) -> dict
         ([0.1667, 0.0208], [0.3927, 0.1963])
     """
     alpha = check_scalar(alpha, "alpha", positive=True)
-    n = np.asarray(num_atoms, dtype=np.float64)
-    if n.size == 0 or not np.all(np.isfinite(n)) or np.any(n < 1):
-        raise ValueError(expected("num_atoms", "values N >= 1", num_atoms))
+    n = _host_floats(num_atoms, "num_atoms")
+    if n.size == 0 or not np.all(np.isfinite(n)) or np.any(n < 1) or np.any(n != np.round(n)):
+        raise ValueError(expected("num_atoms", "values N >= 1 that are integers", num_atoms))
     r = alpha / (alpha + 1.0)
     return {
         "urn": np.sqrt(r) * np.pi / (8.0 * np.sqrt(n)),

@@ -36,8 +36,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import as_float_array, check_int, check_key, check_scalar, expected
+from jaxcore._util import check_int, check_key, check_scalar, expected
 
+from ._inputs import check_finite_array, real_array
 from ._sorting import sort_last
 from .samples import HierarchicalSample, check_interval, hierarchical_sample
 
@@ -89,9 +90,13 @@ def w1_empirical(u: Float[Array, "*batch n1"], v: Float[Array, "*batch n2"]) -> 
     Returns:
         W1 in the units of the values: a scalar, or ``[...]`` for batched inputs.
 
+    Integer values are converted to the default float dtype exactly; float16/bfloat16 are computed
+    in float32 and the result is cast back.
+
     Raises:
-        TypeError: non-numeric input.
-        ValueError: empty inputs or mismatched leading axes.
+        TypeError: ``None``, bool or non-numeric input.
+        ValueError: empty inputs, mismatched leading axes, NaN/inf values (under ``jit``: a
+            run-time error through ``error_if``).
 
     References:
         G. Peyre, M. Cuturi. "Computational Optimal Transport", 2019, Remark 2.30.
@@ -101,7 +106,7 @@ def w1_empirical(u: Float[Array, "*batch n1"], v: Float[Array, "*batch n2"]) -> 
         >>> float(w1_empirical(jnp.array([0.0, 1.0]), jnp.array([0.5, 1.5, 2.5])))
         1.0
     """
-    u, v = as_float_array(u, "u"), as_float_array(v, "v")
+    (u, u_out), (v, v_out) = real_array(u, "u", "values"), real_array(v, "v", "values")
     if u.ndim < 1 or v.ndim < 1 or u.shape[-1] < 1 or v.shape[-1] < 1:
         raise ValueError(expected("u, v", "non-empty arrays [..., n1] and [..., n2]",
                                   f"shapes {tuple(u.shape)} and {tuple(v.shape)}", raw=True))
@@ -109,7 +114,9 @@ def w1_empirical(u: Float[Array, "*batch n1"], v: Float[Array, "*batch n2"]) -> 
         raise ValueError(expected("u, v", "the same leading (batch) axes",
                                   f"shapes {tuple(u.shape)} and {tuple(v.shape)}", raw=True))
     dtype = jnp.result_type(u.dtype, v.dtype)
-    return _w1_jit(u.astype(dtype), v.astype(dtype))
+    u = check_finite_array(u.astype(dtype), "u", "finite values")
+    v = check_finite_array(v.astype(dtype), "v", "finite values")
+    return _w1_jit(u, v).astype(jnp.result_type(u_out, v_out))
 
 
 @jax.jit
@@ -204,8 +211,13 @@ def hipm_objective(
     Returns:
         Scalar J(s) (units of the atoms), a lower bound of d_lip for every admissible s.
 
+    Integer inputs are converted to the default float dtype exactly; float16/bfloat16 are computed
+    in float32 and the result is cast back.
+
     Raises:
-        ValueError: shapes that do not match ``[M]``, ``[n1, M]``, ``[n2, M]``.
+        ValueError: shapes that do not match ``[M]``, ``[n1, M]``, ``[n2, M]``; NaN/inf entries
+            (under ``jit``: a run-time error through ``error_if``).
+        TypeError: ``None``, bool or non-numeric inputs.
 
     References:
         Catalano & Lavenant, ICML 2024, Section 5.
@@ -216,15 +228,19 @@ def hipm_objective(
         >>> float(hipm_objective(jnp.array([1.0, -1.0]), f1, f2))
         0.5
     """
-    slopes = as_float_array(slopes, "slopes")
-    features1, features2 = as_float_array(features1, "features1"), as_float_array(features2, "features2")
+    slopes, s_out = real_array(slopes, "slopes", "slopes [M]")
+    features1, f1_out = real_array(features1, "features1", "features [n1, M]")
+    features2, f2_out = real_array(features2, "features2", "features [n2, M]")
     if slopes.ndim != 1 or features1.ndim != 2 or features2.ndim != 2 \
             or not features1.shape[1] == features2.shape[1] == slopes.shape[0]:
         raise ValueError(expected("slopes, features1, features2", "shapes [M], [n1, M], [n2, M]",
                                   f"{tuple(slopes.shape)}, {tuple(features1.shape)}, {tuple(features2.shape)}",
                                   raw=True))
     dtype = jnp.result_type(slopes.dtype, features1.dtype, features2.dtype)
-    return _objective_jit(slopes.astype(dtype), features1.astype(dtype), features2.astype(dtype))
+    slopes = check_finite_array(slopes.astype(dtype), "slopes")
+    features1 = check_finite_array(features1.astype(dtype), "features1")
+    features2 = check_finite_array(features2.astype(dtype), "features2")
+    return _objective_jit(slopes, features1, features2).astype(jnp.result_type(s_out, f1_out, f2_out))
 
 
 @jax.jit
@@ -357,8 +373,8 @@ def dlip(
     Raises:
         ValueError / TypeError: invalid samples (shapes, weights, atoms outside
             [a, b], d > 1), an invalid interval, num_grid < 1, num_starts < 1,
-            max_steps < 0, tol < 0, a key that is not a PRNG key, or ``starts``
-            of the wrong shape.
+            max_steps < 0, tol < 0 (or NaN/inf), a key that is not a PRNG key, or ``starts``
+            of the wrong shape or with NaN/inf entries (under ``jit``: a run-time error).
 
     References:
         Catalano & Lavenant, "Hierarchical Integral Probability Metrics",
@@ -382,7 +398,8 @@ def dlip(
         if key is not None:
             key = check_key(key)
     else:
-        starts = as_float_array(starts, "starts", dtype=dtype)
+        starts, _ = real_array(starts, "starts", "starting slopes [K, M]")
+        starts = check_finite_array(starts.astype(dtype), "starts", "finite starting slopes")
         if starts.ndim != 2 or starts.shape[1] != num_grid or starts.shape[0] < 1:
             raise ValueError(expected("starts", f"shape [K, num_grid] = [K, {num_grid}] with K >= 1",
                                       f"shape {tuple(starts.shape)}", raw=True))

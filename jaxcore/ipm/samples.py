@@ -30,9 +30,11 @@ from jaxtyping import Array, Float
 
 from jaxcore._util import check_int, error_if, expected, is_concrete
 
+from ._inputs import WEIGHT_TOL, is_half, real_array, weight_tol
+
 __all__ = ["HierarchicalSample", "hierarchical_sample", "from_groups", "pad_atoms"]
 
-_WEIGHT_TOL = 1e-4
+_WEIGHT_TOL = WEIGHT_TOL
 
 
 class HierarchicalSample(eqx.Module):
@@ -103,9 +105,12 @@ def hierarchical_sample(
 
     Args:
         atoms: ``[n, m]`` or ``[n, m, d]`` real array (units of the data), or a
-            :class:`HierarchicalSample`. Integer atoms become the default float dtype.
-        weights: optional ``[n, m]`` non-negative weights summing to one per
-            row; default uniform ``1/m``.
+            :class:`HierarchicalSample`. Integer atoms become the default float dtype
+            exactly (integers that do not survive the cast are refused); float16/bfloat16
+            atoms and weights are promoted to float32 (the sample is computed in float32).
+        weights: optional ``[n, m]`` finite non-negative weights summing to one per
+            row (within 1e-4, or 4 epsilons of a half dtype; half-precision weights are then
+            normalised explicitly); default uniform ``1/m``.
         interval: optional ``(a, b)``: every atom carrying positive weight is
             checked to lie in ``[a, b]`` (as :func:`jaxcore.ipm.dlip` needs).
         max_dim: if given, atoms of dimension ``d > max_dim`` are rejected.
@@ -154,9 +159,10 @@ def hierarchical_sample(
     if max_dim is not None and atoms.ndim == 3 and atoms.shape[2] > max_dim:
         raise ValueError(expected(name, f"measures on R^d with d <= {max_dim} (this estimator supports d <= {max_dim})",
                                   f"atoms of shape {tuple(atoms.shape)} (d = {atoms.shape[2]})", raw=True))
-    dtype = jnp.result_type(float) if jnp.issubdtype(atoms.dtype, jnp.integer) else atoms.dtype
-    dtype = jax.dtypes.canonicalize_dtype(dtype)
-    atoms = jnp.asarray(atoms).astype(dtype)
+    half = is_half(atoms.dtype)
+    tol = weight_tol(atoms.dtype)
+    atoms, _ = real_array(atoms, name, "atoms")  # integers exactly to float; half precision to float32
+    dtype = atoms.dtype
     if weights is None:
         weights = jnp.full((n, m), 1.0 / m, dtype=dtype)
     else:
@@ -169,7 +175,12 @@ def hierarchical_sample(
         if tuple(weights.shape) != (n, m):
             raise ValueError(expected(name, f"weights of shape [n, m] = {(n, m)} to match atoms {tuple(atoms.shape)}",
                                       f"shape {tuple(weights.shape)}", raw=True))
-        weights = jnp.asarray(weights).astype(dtype)
+        if weights.dtype == jnp.bool_:
+            raise TypeError(expected(name, "real-valued weights", f"dtype {weights.dtype}", raw=True))
+        half = half or is_half(weights.dtype)
+        tol = max(tol, weight_tol(weights.dtype))
+        weights, _ = real_array(weights, name, "weights")
+        weights = weights.astype(dtype)
 
     lo, hi = (None, None) if interval is None else check_interval(interval)
 
@@ -181,12 +192,12 @@ def hierarchical_sample(
         if not np.all(np.isfinite(w_np)) or np.any(w_np < 0):
             raise ValueError(expected(name, "finite non-negative weights",
                                       f"minimum {np.nanmin(w_np)}", raw=True))
-        sums = w_np.sum(axis=1)
-        bad = np.abs(sums - 1.0) > _WEIGHT_TOL
+        sums = w_np.astype(np.float64).sum(axis=1)
+        bad = np.abs(sums - 1.0) > tol
         if np.any(bad):
             i = int(np.argmax(bad))
             raise ValueError(expected(name, "the weights of each measure to sum to one",
-                f"row {i} sums to {sums[i]:.6g} ({int(bad.sum())} rows off by more than {_WEIGHT_TOL})", raw=True))
+                f"row {i} sums to {sums[i]:.6g} ({int(bad.sum())} rows off by more than {tol:g})", raw=True))
         if not uniform and np.all(w_np == w_np.flat[0]) and abs(float(w_np.flat[0]) * m - 1.0) < 1e-6:
             uniform = True
         if interval is not None:
@@ -197,13 +208,16 @@ def hierarchical_sample(
                                           f"atoms in [{vals.min():.6g}, {vals.max():.6g}]", raw=True))
     else:
         atoms = error_if(atoms, ~jnp.all(jnp.isfinite(atoms)), name, "finite atoms")
-        weights = error_if(weights, jnp.any(weights < 0), name, "non-negative weights")
-        weights = error_if(weights, jnp.any(jnp.abs(jnp.sum(weights, axis=1) - 1.0) > _WEIGHT_TOL),
+        weights = error_if(weights, ~jnp.all(jnp.isfinite(weights) & (weights >= 0)), name,
+                           "finite non-negative weights")
+        weights = error_if(weights, jnp.any(jnp.abs(jnp.sum(weights, axis=1) - 1.0) > tol),
                            name, "the weights of each measure to sum to one")
         if interval is not None:
             live = weights > 0 if atoms.ndim == 2 else (weights > 0)[..., None]
             outside = live & ((atoms < lo) | (atoms > hi))
             atoms = error_if(atoms, jnp.any(outside), name, f"atoms that lie in the interval [a, b] = [{lo}, {hi}]")
+    if half:  # half-precision weights are normalised explicitly after their promotion to float32
+        weights = weights / jnp.sum(weights, axis=1, keepdims=True)
     return HierarchicalSample(atoms=atoms, weights=weights, uniform=uniform)
 
 
@@ -286,7 +300,8 @@ def from_groups(
         in sorted order.
 
     Raises:
-        ValueError: mismatched lengths or empty input.
+        ValueError: mismatched lengths, empty input, NaN/inf values.
+        TypeError: None, non-numeric values, a dtype that is not floating.
 
     Examples:
         >>> import numpy as np
@@ -294,7 +309,19 @@ def from_groups(
         >>> labels.tolist(), s.atoms.tolist(), s.weights.tolist()
         (['a', 'b'], [[2.0, 2.0], [1.0, 3.0]], [[1.0, 0.0], [0.5, 0.5]])
     """
-    values = np.asarray(values, dtype=np.float64)
+    if values is None or groups is None:
+        raise TypeError(expected("values" if values is None else "groups", "an array [N]", None))
+    try:
+        values = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(expected("values", "real observations [N] or [N, d]", type(values).__name__,
+                                 raw=True)) from exc
+    try:
+        fdtype = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(expected("dtype", "a floating dtype", dtype)) from exc
+    if fdtype.kind != "f" and fdtype.name != "bfloat16":
+        raise TypeError(expected("dtype", "a floating dtype", fdtype.name, raw=True))
     groups = np.asarray(groups)
     if values.ndim not in (1, 2) or groups.ndim != 1 or values.shape[0] != groups.shape[0]:
         raise ValueError(expected("values, groups", "values [N] or [N, d] and groups [N] of the same length N",
@@ -313,4 +340,4 @@ def from_groups(
         atoms[g, : counts[g]] = rows
         atoms[g, counts[g] :] = rows[0]
         weights[g, : counts[g]] = 1.0 / counts[g]
-    return hierarchical_sample(atoms.astype(dtype), weights.astype(dtype), name="groups"), labels
+    return hierarchical_sample(atoms.astype(fdtype), weights.astype(fdtype), name="values"), labels

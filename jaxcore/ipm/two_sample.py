@@ -199,7 +199,8 @@ def _permutation_core(
             return _hipm._dlip_from_features(f[:n1], f[n1:], starts, max_steps, tol)[0]
 
     elif statistic == "wow":
-        cost = _wasserstein._inner_exact(pooled, pooled, p)
+        scaled, _, unit = _wasserstein._scaled(pooled, pooled)  # atoms in [-1, 1]: no overflow of |x - y|^p
+        cost = _wasserstein._inner_exact(scaled, scaled, p)
 
         def stat(perm: Array) -> Array:
             c = cost[perm[:n1]][:, perm[n1:]]
@@ -209,7 +210,7 @@ def _permutation_core(
                 m1, m2 = c.shape
                 total = _wasserstein._entropic_cost(c, jnp.full((m1,), 1.0 / m1, c.dtype),
                                                     jnp.full((m2,), 1.0 / m2, c.dtype), 1e-2, 2000)
-            return jnp.maximum(total, 0.0) ** (1.0 / p)
+            return unit * jnp.maximum(total, 0.0) ** (1.0 / p)
 
     else:
         means = pooled.means()

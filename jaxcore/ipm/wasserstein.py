@@ -30,8 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxcore._util import as_float_array, check_choice, check_int, check_scalar, expected
+from jaxcore._util import check_choice, check_int, check_scalar, expected
 
+from ._inputs import check_finite_array, check_weights, pow2_scale, real_array, weight_tol
 from ._sorting import argsort_last, sort_last
 from .samples import HierarchicalSample, hierarchical_sample
 
@@ -110,18 +111,24 @@ def wasserstein_1d(
     it is (mean_k |x_(k) - y_(k)|^p)^{1/p}.
 
     Args:
-        x: ``[m1]`` atoms of mu.
-        y: ``[m2]`` atoms of nu.
-        x_weights: ``[m1]`` non-negative weights summing to one (default uniform).
+        x: ``[m1]`` finite atoms of mu. Integer atoms are converted to the default float dtype
+            exactly (a value that does not survive the cast is refused); float16/bfloat16 are
+            computed in float32 and the result is cast back.
+        y: ``[m2]`` atoms of nu, likewise.
+        x_weights: ``[m1]`` finite non-negative weights summing to one within 1e-4 (a few
+            epsilons for half precision), then normalised explicitly (default uniform).
         y_weights: ``[m2]`` likewise.
         p: order, ``p >= 1`` (static).
 
     Returns:
-        Scalar W_p, in the units of the atoms.
+        Scalar W_p, in the units of the atoms. The atoms are scaled by a power of two before
+        |x - y|^p is formed, so W_p is accurate in float32 from 1e-30 to 1e30.
 
     Raises:
-        ValueError: ``p < 1`` (or not finite), arrays that are not 1-D, mismatched weights.
-        TypeError: non-numeric inputs.
+        ValueError: ``p < 1`` (or not finite), arrays that are not non-empty 1-D, NaN/inf atoms,
+            weights not shaped like their atoms, negative, non-finite or not summing to one
+            (under ``jit``: a run-time error through ``error_if``).
+        TypeError: ``None``, bool or non-numeric inputs.
 
     References:
         G. Peyre, M. Cuturi. "Computational Optimal Transport", 2019, Remark 2.30.
@@ -134,27 +141,36 @@ def wasserstein_1d(
         6.5
     """
     p = check_scalar(p, "p", low=1.0)
-    x, y = as_float_array(x, "x"), as_float_array(y, "y")
-    if x.ndim != 1 or y.ndim != 1 or x.shape[0] < 1 or y.shape[0] < 1:
-        raise ValueError(expected("x, y", "non-empty 1-D arrays of atoms",
-                                  f"shapes {tuple(x.shape)} and {tuple(y.shape)}", raw=True))
-    dtype = jnp.result_type(x.dtype, y.dtype, float)
-    x, y = x.astype(dtype), y.astype(dtype)
+    x, x_out = real_array(x, "x", "atoms [m1]")
+    y, y_out = real_array(y, "y", "atoms [m2]")
+    for arr, nm in ((x, "x"), (y, "y")):
+        if arr.ndim != 1 or arr.shape[0] < 1:
+            raise ValueError(expected(nm, "a non-empty 1-D array of atoms", f"shape {tuple(arr.shape)}", raw=True))
+    dtype = jnp.result_type(x.dtype, y.dtype)
+    out_dtype = jnp.result_type(x_out, y_out)
+    x = check_finite_array(x.astype(dtype), "x", "finite atoms")
+    y = check_finite_array(y.astype(dtype), "y", "finite atoms")
     uniform = x_weights is None and y_weights is None and x.shape == y.shape
-    wx = jnp.full(x.shape, 1.0 / x.shape[0], dtype) if x_weights is None else \
-        as_float_array(x_weights, "x_weights", dtype=dtype)
-    wy = jnp.full(y.shape, 1.0 / y.shape[0], dtype) if y_weights is None else \
-        as_float_array(y_weights, "y_weights", dtype=dtype)
-    if wx.shape != x.shape or wy.shape != y.shape:
-        raise ValueError(expected(
-            "x_weights, y_weights", "weights shaped like their atoms",
-            f"x {tuple(x.shape)} vs x_weights {tuple(wx.shape)}, y {tuple(y.shape)} vs y_weights {tuple(wy.shape)}",
-            raw=True))
-    return _w1d_jit(x, wx, y, wy, p, uniform)
+    weights = []
+    for w, atoms, nm, orig in ((x_weights, x, "x_weights", x_out), (y_weights, y, "y_weights", y_out)):
+        if w is None:
+            weights.append(jnp.full(atoms.shape, 1.0 / atoms.shape[0], dtype))
+            continue
+        w, w_out = real_array(w, nm, "weights")
+        if w.shape != atoms.shape:
+            raise ValueError(expected(nm, f"weights shaped like their atoms {tuple(atoms.shape)}",
+                                      f"shape {tuple(w.shape)}", raw=True))
+        weights.append(check_weights(w.astype(dtype), nm, weight_tol(w_out)))
+    return _w1d_jit(x, weights[0], y, weights[1], p, uniform).astype(out_dtype)
 
 
 @partial(jax.jit, static_argnames=("p", "uniform"))
 def _w1d_jit(x: Array, wx: Array, y: Array, wy: Array, p: float, uniform: bool) -> Array:
+    c = pow2_scale(x, y)  # W_p(x, y) = c W_p(x / c, y / c), exact: no overflow at 1e30, no underflow at 1e-30
+    return c * _w1d(x / c, wx, y / c, wy, p, uniform)
+
+
+def _w1d(x: Array, wx: Array, y: Array, wy: Array, p: float, uniform: bool) -> Array:
     if uniform:  # equal sizes, uniform weights: the sorted formula
         return jnp.mean(_abs_pow(sort_last(x) - sort_last(y), p)) ** (1.0 / p)
     xs, cx = _sorted_with_cdf(x, wx)
@@ -287,9 +303,7 @@ def _check_inner(sample1: Any, sample2: Any, p: Any, inner: Any, epsilon: Any, m
             raise ValueError(expected("sample1", "measures on R for inner='exact' (atoms [n, m] or [n, m, 1]; "
                                       "use inner='sinkhorn' for d > 1)", f"d = {s1.atoms.shape[2]}", raw=True))
         s1, s2 = _squeeze(s1), _squeeze(s2)
-        epsilon = float(epsilon)
-    else:
-        epsilon = check_scalar(epsilon, "epsilon", positive=True)
+    epsilon = check_scalar(epsilon, "epsilon", positive=True)  # checked even where unused (inner="exact")
     return s1, s2, p, inner, epsilon, max_iterations
 
 
@@ -297,9 +311,23 @@ def _check_inner(sample1: Any, sample2: Any, p: Any, inner: Any, epsilon: Any, m
 def _inner_cost_jit(
     s1: HierarchicalSample, s2: HierarchicalSample, p: float, inner: str, epsilon: float, max_iterations: int
 ) -> Array:
+    s1, s2, c = _scaled(s1, s2)
+    return _inner_costs(s1, s2, p, inner, epsilon, max_iterations) * c**p
+
+
+def _inner_costs(
+    s1: HierarchicalSample, s2: HierarchicalSample, p: float, inner: str, epsilon: float, max_iterations: int
+) -> Array:
     if inner == "exact":
         return _inner_exact(s1, s2, p)
     return _cost_sinkhorn(s1, s2, p, epsilon, max_iterations)
+
+
+def _scaled(s1: HierarchicalSample, s2: HierarchicalSample) -> tuple[HierarchicalSample, HierarchicalSample, Array]:
+    """Both samples' atoms divided by one power of two c >= max |atom| (exact): W_p scales by c."""
+    c = pow2_scale(s1.atoms, s2.atoms)
+    return (HierarchicalSample(s1.atoms / c, s1.weights, s1.uniform),
+            HierarchicalSample(s2.atoms / c, s2.weights, s2.uniform), c)
 
 
 def _inner_exact(s1: HierarchicalSample, s2: HierarchicalSample, p: float) -> Array:
@@ -395,9 +423,14 @@ def outer_ot_cost(
     Returns:
         Scalar transport cost (units of ``cost``).
 
+    Integer costs are converted to the default float dtype exactly; float16/bfloat16 costs are
+    computed in float32 and the result is cast back.
+
     Raises:
-        ValueError: ``cost`` not a non-empty 2-D matrix, unknown ``outer``, ``epsilon <= 0``
-            (sinkhorn) or ``max_iterations < 1``.
+        ValueError: ``cost`` not a non-empty 2-D matrix or with NaN/inf entries (under ``jit``: a
+            run-time error through ``error_if``), unknown ``outer``, ``epsilon <= 0`` or
+            ``max_iterations < 1``.
+        TypeError: ``None``, bool or non-numeric ``cost``.
 
     References:
         G. Peyre, M. Cuturi. "Computational Optimal Transport", 2019, Chapters 3 and 4.
@@ -407,17 +440,18 @@ def outer_ot_cost(
         >>> float(outer_ot_cost(jnp.array([[1.0, 0.0], [0.0, 1.0]])))
         0.0
     """
-    cost = as_float_array(cost, "cost")
+    cost, out_dtype = real_array(cost, "cost", "a cost matrix")
     if cost.ndim != 2 or cost.shape[0] < 1 or cost.shape[1] < 1:
         raise ValueError(expected("cost", "a non-empty [n1, n2] matrix", f"shape {tuple(cost.shape)}", raw=True))
+    cost = check_finite_array(cost, "cost", "finite costs")
     outer, epsilon, max_iterations = _check_outer(outer, epsilon, max_iterations)
-    return _outer_jit(cost, outer, epsilon, max_iterations)
+    return _outer_jit(cost, outer, epsilon, max_iterations).astype(out_dtype)
 
 
 def _check_outer(outer: Any, epsilon: Any, max_iterations: Any, eps_name: str = "epsilon") -> tuple:
     outer = check_choice(outer, "outer", ("exact", "sinkhorn"))
     max_iterations = check_int(max_iterations, "max_iterations", minimum=1)
-    epsilon = check_scalar(epsilon, eps_name, positive=True) if outer == "sinkhorn" else float(epsilon)
+    epsilon = check_scalar(epsilon, eps_name, positive=True)  # checked even where unused (outer="exact")
     return outer, epsilon, max_iterations
 
 
@@ -498,6 +532,7 @@ def _wow_jit(
     s1: HierarchicalSample, s2: HierarchicalSample, p: float, inner: str, epsilon: float, outer: str,
     outer_epsilon: float, max_iterations: int,
 ) -> WoWResult:
-    cost = _inner_exact(s1, s2, p) if inner == "exact" else _cost_sinkhorn(s1, s2, p, epsilon, max_iterations)
+    s1, s2, c = _scaled(s1, s2)  # WoW_p scales with the atoms: computed on atoms in [-1, 1]
+    cost = _inner_costs(s1, s2, p, inner, epsilon, max_iterations)
     total = _outer(cost, outer, outer_epsilon, max_iterations)
-    return WoWResult(value=jnp.maximum(total, 0.0) ** (1.0 / p), inner_costs=cost)
+    return WoWResult(value=c * jnp.maximum(total, 0.0) ** (1.0 / p), inner_costs=cost * c**p)
