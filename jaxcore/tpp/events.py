@@ -19,7 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxcore._util import check_int, default_float, expected
+from jaxcore._util import check_int, default_float, expected, is_concrete
+
+from ._checks import float_dtype
 from jaxcore.datasets import event_splits
 
 
@@ -50,6 +52,11 @@ class EventBatch(eqx.Module):
     mask: Bool[Array, "batch length"]
     T: Float[Array, " batch"]
     num_marks: int = eqx.field(static=True, default=1)
+
+    def __check_init__(self):
+        # concrete values are validated here, whichever way the batch was built; batches built
+        # inside a compiled program (simulation, minibatches of train) hold tracers and are not
+        _check_batch_values(self.times, self.marks, self.mask, self.T, self.num_marks)
 
     @property
     def num_sequences(self) -> int:
@@ -89,7 +96,10 @@ class EventBatch(eqx.Module):
             num_marks: number of event types ``K`` (default: max mark + 1).
             max_events: padded length ``L`` (default: the longest sequence).
             dtype: float dtype of ``times``/``T`` (default float32, float64
-                under x64).
+                under x64). Integer and half-precision dtypes are refused, and so is
+                a cast that merges distinct times or distorts a gap by more than half
+                of itself (near t = 1e7 float32 has a spacing of 1): use float64
+                (``jax.config.update("jax_enable_x64", True)``) or shift the origin.
 
         Returns:
             An :class:`EventBatch`.
@@ -98,15 +108,27 @@ class EventBatch(eqx.Module):
             TypeError: if ``times`` is not a list of sequences.
             ValueError: naming the sequence and position of the first bad
                 value (non-finite, negative, unsorted or after ``T`` time;
-                mark out of ``[0, num_marks)``), on length mismatches, or if a
-                sequence is longer than ``max_events``.
+                mark out of ``[0, num_marks)``), on length mismatches, if a
+                sequence is longer than ``max_events``, or if the times do not
+                survive the cast to ``dtype``.
+            TypeError: an integer or half-precision ``dtype``.
         """
         if isinstance(times, (np.ndarray, jax.Array)) and np.ndim(times) == 1:
             raise TypeError("times: expected a list of 1-D sequences (one per event sequence), got one 1-D array; "
                             "wrap it in a list: [times]")
         if not isinstance(times, (list, tuple)) and not (isinstance(times, np.ndarray) and times.ndim == 2):
             raise TypeError(f"times: expected a list of 1-D sequences, got {type(times).__name__}")
-        seqs = [np.asarray(t, dtype=np.float64).reshape(-1) if np.ndim(t) <= 1 else None for t in times]
+        dtype = float_dtype(default_float() if dtype is None else dtype)
+        seqs = []
+        for b, t in enumerate(times):
+            if t is None:
+                raise TypeError(f"times[{b}]: expected a 1-D sequence of event times, got None")
+            try:
+                a = np.asarray(t, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"times[{b}]: expected a 1-D sequence of real event times, got "
+                                f"{type(t).__name__}") from exc
+            seqs.append(a.reshape(-1) if a.ndim <= 1 else None)
         for b, s in enumerate(seqs):
             if s is None:
                 raise ValueError(f"times[{b}]: expected a 1-D sequence of event times, got shape {np.shape(times[b])}")
@@ -132,7 +154,12 @@ class EventBatch(eqx.Module):
         if T is None:
             Ts = np.array([s[-1] if len(s) else 0.0 for s in seqs], np.float64)
         else:
-            Ts = np.broadcast_to(np.asarray(T, np.float64), (B,)) if np.ndim(T) == 0 else np.asarray(T, np.float64)
+            try:
+                T_arr = np.asarray(T, np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(expected("T", "a real scalar or one window end per sequence",
+                                         type(T).__name__, raw=True)) from exc
+            Ts = np.broadcast_to(T_arr, (B,)) if T_arr.ndim == 0 else T_arr
             if Ts.shape != (B,):
                 raise ValueError(f"T: expected a scalar or {B} window ends, got shape {Ts.shape}")
         if num_marks is None:
@@ -156,7 +183,7 @@ class EventBatch(eqx.Module):
             t_arr[b, n:] = s[-1] if n else 0.0
             m_arr[b, :n] = m
             k_arr[b, :n] = True
-        dtype = dtype or default_float()
+        _check_cast(t_arr, k_arr, dtype)
         return cls(jnp.asarray(t_arr, dtype), jnp.asarray(m_arr), jnp.asarray(k_arr), jnp.asarray(Ts, dtype),
                    int(num_marks))
 
@@ -232,6 +259,80 @@ def validate_sequence(times: np.ndarray, marks: np.ndarray, T: float, num_marks:
     if bad.size:
         i = int(bad[0])
         raise ValueError(f"marks[{index}][{i}]: expected an event type in [0, {num_marks}), got {marks[i]}")
+
+
+def _check_cast(t_arr: np.ndarray, k_arr: np.ndarray, dtype: jnp.dtype) -> None:
+    """Refuse a cast of the float64 times ``[B, L]`` to ``dtype`` that merges distinct times or
+    distorts a gap by more than half of itself (rounding keeps the order, so this is what is lost)."""
+    cast = t_arr.astype(dtype).astype(np.float64)
+    gap, gap_cast = np.diff(t_arr, axis=1), np.diff(cast, axis=1)
+    real = k_arr[:, 1:]
+    bad = real & (gap > 0) & (np.abs(gap_cast - gap) > 0.5 * gap)
+    if bad.any():
+        b, i = (int(v) for v in np.argwhere(bad)[0])
+        merged = ("become equal" if gap_cast[b, i] == 0
+                  else f"become {float(cast[b, i])!r} and {float(cast[b, i + 1])!r}")
+        raise ValueError(
+            f"times[{b}][{i + 1}]: expected event times that survive the cast to dtype={np.dtype(dtype).name} "
+            f"(times {float(t_arr[b, i])!r} and {float(t_arr[b, i + 1])!r} {merged}); use float64 "
+            f"(jax.config.update('jax_enable_x64', True) and dtype=jnp.float64) or shift the time origin "
+            f"closer to the events, got dtype={np.dtype(dtype).name}")
+
+
+def _check_batch_values(times: Any, marks: Any, mask: Any, T: Any, num_marks: Any) -> None:
+    """The constructor's checks of an :class:`EventBatch` (types and shapes always; values when concrete)."""
+    if isinstance(num_marks, (bool, np.bool_)) or not isinstance(num_marks, (int, np.integer)) or num_marks < 1:
+        raise ValueError(expected("num_marks", "a positive int", num_marks))
+    for name, x in (("times", times), ("marks", marks), ("mask", mask), ("T", T)):
+        if not hasattr(x, "dtype") or not hasattr(x, "shape"):
+            raise TypeError(expected(name, "an array", type(x).__name__, raw=True))
+    for name, x in (("times", times), ("T", T)):
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            raise TypeError(expected(name, "a float32/float64 array (integer times would be truncated)",
+                                     f"dtype {x.dtype}", raw=True))
+        if jnp.dtype(x.dtype) in (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16)):
+            raise TypeError(expected(name, "a float32/float64 array (half precision cannot hold event times "
+                                           "faithfully)", f"dtype {x.dtype}", raw=True))
+    if not jnp.issubdtype(marks.dtype, jnp.integer):
+        raise TypeError(expected("marks", "an integer array of event types", f"dtype {marks.dtype}", raw=True))
+    if mask.dtype != jnp.bool_:
+        raise TypeError(expected("mask", "a bool array", f"dtype {mask.dtype}", raw=True))
+    if len(times.shape) != 2:
+        raise ValueError(expected("times", "shape [batch, length]", f"shape {tuple(times.shape)}", raw=True))
+    for name, x in (("marks", marks), ("mask", mask)):
+        if tuple(x.shape) != tuple(times.shape):
+            raise ValueError(expected(name, f"the shape of times {tuple(times.shape)}", f"shape {tuple(x.shape)}",
+                                      raw=True))
+    if tuple(T.shape) != (times.shape[0],):
+        raise ValueError(expected("T", f"shape [batch] = ({times.shape[0]},)", f"shape {tuple(T.shape)}", raw=True))
+    if not is_concrete(times, marks, mask, T):
+        return
+    t, m, k, Tn = (np.asarray(x) for x in (times, marks, mask, T))
+    t = t.astype(np.float64)
+    Tn = Tn.astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(Tn) | (Tn < 0))
+    if bad.size:
+        b = int(bad[0])
+        raise ValueError(f"T[{b}]: expected a finite, non-negative window end, got {float(Tn[b])!r}")
+    later = k[:, 1:] & ~k[:, :-1]
+    if later.any():
+        b, i = (int(v) for v in np.argwhere(later)[0])
+        raise ValueError(f"mask[{b}][{i + 1}]: expected the real events first in each row (True after False), "
+                         f"got True after mask[{b}][{i}] = False")
+    checks = [
+        (~np.isfinite(t), "times", "a finite event time"),
+        (k & (t < 0), "times", "a time in [0, T]"),
+        (k & (t > Tn[:, None]), "times", "a time in [0, T]"),
+        (np.concatenate([np.zeros((t.shape[0], 1), bool), k[:, 1:] & (np.diff(t, axis=1) < 0)], axis=1),
+         "times", "event times sorted in non-decreasing order"),
+        ((m < 0) | (m >= num_marks), "marks", f"an event type in [0, {num_marks})"),
+    ]
+    for bad, name, what in checks:
+        if bad.any():
+            b, i = (int(v) for v in np.argwhere(bad)[0])
+            got = t[b, i] if name == "times" else m[b, i]
+            extra = f" (T[{b}] = {float(Tn[b])!r})" if "[0, T]" in what else ""
+            raise ValueError(f"{name}[{b}][{i}]: expected {what}{extra}, got {np.asarray(got).item()!r}")
 
 
 def check_batch(batch: Any, name: str = "batch") -> EventBatch:

@@ -30,8 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from jaxcore._util import as_float_array, check_key, check_int, check_positive, check_scalar, expected, is_concrete
+from jaxcore._util import check_key, check_int, check_positive, check_scalar, expected, is_concrete, trusted_values
 
+from ._checks import as_param, check_query_times, checked
 from .events import EventBatch, check_batch, check_marks
 from .solver import JumpDiffusion
 
@@ -143,18 +144,18 @@ class Hawkes(eqx.Module):
     beta: Float[Array, "K K"]
 
     def __init__(self, mu: Any, alpha: Any, beta: Any):
-        mu = as_float_array(mu, "mu")
+        mu = as_param(mu, "mu")
         if mu.ndim == 0:
             mu = mu[None]
         if mu.ndim != 1:
             raise ValueError(f"mu: expected shape [K], got {mu.shape}")
         K = mu.shape[0]
-        alpha = as_float_array(alpha, "alpha")
+        alpha = as_param(alpha, "alpha")
         if alpha.ndim == 0 and K == 1:
             alpha = alpha.reshape(1, 1)
         if alpha.shape != (K, K):
             raise ValueError(f"alpha: expected shape [K, K] = {(K, K)} (K from mu), got {alpha.shape}")
-        beta = as_float_array(beta, "beta")
+        beta = as_param(beta, "beta")
         if beta.ndim == 0:
             beta = jnp.full((K, K), beta, dtype=beta.dtype)
         if beta.shape != (K, K):
@@ -168,6 +169,12 @@ class Hawkes(eqx.Module):
     def num_marks(self) -> int:
         """Number of event types ``K``."""
         return self.mu.shape[0]
+
+    def _checked_params(self) -> tuple[Array, Array, Array]:
+        """``(mu, alpha, beta)`` after their checks: on the host when concrete; when traced (a model
+        built under ``jit``) once through ``error_if`` at the kernel's entry, never in its scan."""
+        return (checked(self.mu, "mu", "positive"), checked(self.alpha, "alpha", "nonnegative"),
+                checked(self.beta, "beta", "positive"))
 
     def branching_ratio(self) -> Float[Array, ""]:
         """Spectral radius of ``alpha / beta`` (expected offspring per event; < 1 for stationarity)."""
@@ -189,7 +196,8 @@ class Hawkes(eqx.Module):
         """
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        return _intensity_batch(self.mu, self.alpha, self.beta, batch.times, batch.marks, batch.mask, jnp.asarray(t))
+        t = check_query_times(t, batch.num_sequences)
+        return _intensity_batch(*self._checked_params(), batch.times, batch.marks, batch.mask, t)
 
     def compensator(self, batch: EventBatch, t: Float[Array, "batch query"] | None = None) -> Array:
         """Compensator ``Lambda_k(t) = int_0^t lambda_k(s) ds`` in closed form.
@@ -203,10 +211,10 @@ class Hawkes(eqx.Module):
         """
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        args = (self.mu, self.alpha, self.beta, batch.times, batch.marks, batch.mask)
+        args = (*self._checked_params(), batch.times, batch.marks, batch.mask)
         if t is None:
             return _compensator_end(*args, batch.T)
-        return _compensator_batch(*args, jnp.asarray(t))
+        return _compensator_batch(*args, check_query_times(t, batch.num_sequences))
 
     def log_likelihood(self, batch: EventBatch, *, method: str = "auto") -> Float[Array, " batch"]:
         """Exact log-likelihood of each sequence on its window ``[0, T]`` in O(L K^2).
@@ -228,6 +236,8 @@ class Hawkes(eqx.Module):
 
         Raises:
             TypeError/ValueError: wrong batch type or number of marks; unknown method.
+            EquinoxRuntimeError: under ``jit``, a traced ``mu``/``beta`` not > 0 or ``alpha``
+                not >= 0 (NaN/inf included), naming the parameter (one check before the scan).
         """
         check_batch(batch)
         check_marks(batch, self.num_marks)
@@ -235,7 +245,7 @@ class Hawkes(eqx.Module):
             raise ValueError(f"method: expected 'auto', 'associative' or 'scan', got {method!r}")
         if method == "auto":
             method = "scan" if jax.default_backend() == "cpu" else "associative"
-        return _loglik_batch(self.mu, self.alpha, self.beta, batch.times, batch.marks, batch.mask, batch.T, method)
+        return _loglik_batch(*self._checked_params(), batch.times, batch.marks, batch.mask, batch.T, method)
 
     def simulate(self, key: PRNGKeyArray, T: float, max_events: int, num_sequences: int
                  ) -> tuple[EventBatch, Bool[Array, " batch"]]:
@@ -266,7 +276,7 @@ class Hawkes(eqx.Module):
             check_scalar(T, "T", positive=True)
         L = check_int(max_events, "max_events", minimum=1)
         B = check_int(num_sequences, "num_sequences", minimum=1)
-        return _simulate_batch(key, self.mu, self.alpha, self.beta, jnp.asarray(T, self.mu.dtype), L, B)
+        return _simulate_batch(key, *self._checked_params(), jnp.asarray(T, self.mu.dtype), L, B)
 
     # -- fitting -------------------------------------------------------------------------------
     def to_unconstrained(self) -> dict[str, Array]:
@@ -365,6 +375,17 @@ class HawkesSDE(JumpDiffusion):
     alpha: Float[Array, "K K"]
     beta: Float[Array, ""]
 
+    def __check_init__(self):
+        for name, x, kind in (("mu", self.mu, "positive"), ("alpha", self.alpha, "nonnegative"),
+                              ("beta", self.beta, "positive")):
+            if is_concrete(x):
+                checked(x, name, kind)
+
+    def _checked(self) -> HawkesSDE:
+        return eqx.tree_at(lambda d: (d.mu, d.alpha, d.beta), self,
+                           (checked(self.mu, "mu", "positive"), checked(self.alpha, "alpha", "nonnegative"),
+                            checked(self.beta, "beta", "positive")))
+
     def initial_state(self) -> Array:
         return jnp.log(self.mu)
 
@@ -419,19 +440,19 @@ class SharedDecayHawkes(eqx.Module):
     beta: Float[Array, ""]
 
     def __init__(self, mu: Any, alpha: Any, beta: Any):
-        mu = as_float_array(mu, "mu")
+        mu = as_param(mu, "mu")
         if mu.ndim == 0:
             mu = mu[None]
         if mu.ndim != 1:
             raise ValueError(expected("mu", "shape [K]", f"shape {mu.shape}", raw=True))
         K = mu.shape[0]
-        alpha = as_float_array(alpha, "alpha")
+        alpha = as_param(alpha, "alpha")
         if alpha.ndim == 0 and K == 1:
             alpha = alpha.reshape(1, 1)
         if alpha.shape != (K, K):
             raise ValueError(expected("alpha", f"shape [K, K] = {(K, K)} (K from mu)", f"shape {alpha.shape}",
                                       raw=True))
-        beta = as_float_array(beta, "beta")
+        beta = as_param(beta, "beta")
         if beta.ndim != 0:
             raise ValueError(expected("beta", "a scalar (one decay rate shared by all pairs)",
                                       f"shape {beta.shape}", raw=True))
@@ -450,6 +471,13 @@ class SharedDecayHawkes(eqx.Module):
         K = self.num_marks
         return Hawkes(self.mu, self.alpha, jnp.full((K, K), self.beta, dtype=self.beta.dtype))
 
+    def _checked_hawkes(self) -> Hawkes:
+        """:meth:`as_hawkes` of the checked parameters (run-time checks of traced ones, once)."""
+        mu, alpha, beta = (checked(self.mu, "mu", "positive"), checked(self.alpha, "alpha", "nonnegative"),
+                           checked(self.beta, "beta", "positive"))
+        K = self.num_marks
+        return Hawkes(mu, alpha, jnp.full((K, K), beta, dtype=beta.dtype))
+
     def branching_ratio(self) -> Float[Array, ""]:
         """Spectral radius of ``alpha / beta`` (expected offspring per event; < 1 for stationarity)."""
         return self.as_hawkes().branching_ratio()
@@ -460,20 +488,28 @@ class SharedDecayHawkes(eqx.Module):
 
     def intensity(self, batch: EventBatch, t: Float[Array, "batch query"]) -> Float[Array, "batch query K"]:
         """Conditional intensity ``[B, Q, K]`` at query times ``t`` ``[B, Q]`` (see :meth:`Hawkes.intensity`)."""
-        return self.as_hawkes().intensity(batch, t)
+        h = self._checked_hawkes()
+        with trusted_values(h):  # checked just above
+            return h.intensity(batch, t)
 
     def compensator(self, batch: EventBatch, t: Float[Array, "batch query"] | None = None) -> Array:
         """Compensator ``[B, Q, K]`` at ``t`` (or ``[B, K]`` at ``T``), see :meth:`Hawkes.compensator`."""
-        return self.as_hawkes().compensator(batch, t)
+        h = self._checked_hawkes()
+        with trusted_values(h):  # checked just above
+            return h.compensator(batch, t)
 
     def log_likelihood(self, batch: EventBatch, *, method: str = "auto") -> Float[Array, " batch"]:
         """``[B]`` exact log-likelihoods (nats) in O(L K^2), see :meth:`Hawkes.log_likelihood`."""
-        return self.as_hawkes().log_likelihood(batch, method=method)
+        h = self._checked_hawkes()
+        with trusted_values(h):  # checked just above
+            return h.log_likelihood(batch, method=method)
 
     def simulate(self, key: PRNGKeyArray, T: float, max_events: int, num_sequences: int
                  ) -> tuple[EventBatch, Bool[Array, " batch"]]:
         """Ogata thinning into ``[B, L]`` buffers and ``[B]`` overflow flags, see :meth:`Hawkes.simulate`."""
-        return self.as_hawkes().simulate(key, T, max_events, num_sequences)
+        h = self._checked_hawkes()
+        with trusted_values(h):  # checked just above
+            return h.simulate(key, T, max_events, num_sequences)
 
     def to_unconstrained(self) -> dict[str, Array]:
         """Inverse-softplus parameters (``beta`` a scalar) for unconstrained optimisation."""

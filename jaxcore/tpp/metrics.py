@@ -24,9 +24,12 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from jaxcore._util import check_int, check_key, check_scalar, expected, is_concrete
+from jaxcore._util import check_int, check_key, check_positive, check_scalar, expected, is_concrete
+
+from ._checks import as_param
 
 from .events import EventBatch, check_batch
 from .solver import JumpDiffusion, _solve_args, _solve_batch
@@ -40,7 +43,12 @@ def nll_per_event(log_likelihood: Float[Array, " batch"], num_events: Array) -> 
         num_events: ``[B]`` event counts (``EventBatch.num_events``); a total of 0 counts as 1.
 
     Returns:
-        Scalar float, nats per event.
+        Scalar float, nats per event (integer inputs are converted to float exactly).
+
+    Raises:
+        TypeError: None or non-numeric inputs.
+        ValueError: the shapes differ or are not 1-D; a NaN log-likelihood; negative or
+            non-finite counts.
 
     Examples:
         >>> import jax.numpy as jnp
@@ -48,7 +56,17 @@ def nll_per_event(log_likelihood: Float[Array, " batch"], num_events: Array) -> 
         >>> float(nll_per_event(jnp.array([-3.0, -5.0]), jnp.array([2, 2])))
         2.0
     """
-    return _nll_per_event(jnp.asarray(log_likelihood), jnp.asarray(num_events))
+    ll = as_param(log_likelihood, "log_likelihood")
+    n = as_param(num_events, "num_events")
+    if ll.ndim != 1:
+        raise ValueError(expected("log_likelihood", "shape [batch]", f"shape {tuple(ll.shape)}", raw=True))
+    if n.shape != ll.shape:
+        raise ValueError(expected("num_events", f"shape {tuple(ll.shape)} (that of log_likelihood)",
+                                  f"shape {tuple(n.shape)}", raw=True))
+    if is_concrete(ll) and bool(jnp.any(jnp.isnan(ll))):
+        raise ValueError(expected("log_likelihood", "no NaN entry", "a NaN entry", raw=True))
+    check_positive(n, "num_events", allow_zero=True)
+    return _nll_per_event(ll, n)
 
 
 @jax.jit
@@ -66,7 +84,11 @@ def ks_statistic(samples: Float[Array, " n"], mask: Bool[Array, " n"] | None = N
         mask: which entries count (default all), same shape.
 
     Returns:
-        Scalar ``D`` in [0, 1] (0 for no valid sample).
+        Scalar ``D`` in [0, 1] (0 for no valid sample); integer samples are converted to float.
+
+    Raises:
+        TypeError: None or non-numeric ``samples``.
+        ValueError: negative or non-finite samples (where counted); ``mask`` of another shape.
 
     References:
         Brown et al., Neural Computation 14(2), 2002 (time-rescaling goodness of fit).
@@ -77,7 +99,15 @@ def ks_statistic(samples: Float[Array, " n"], mask: Bool[Array, " n"] | None = N
         >>> round(float(ks_statistic(jnp.array([0.1, 0.7, 2.0]))), 4)
         0.2382
     """
-    return _ks_statistic(jnp.asarray(samples), None if mask is None else jnp.asarray(mask, bool))
+    x = as_param(samples, "samples")
+    if mask is not None:
+        if np.shape(mask) != tuple(x.shape):
+            raise ValueError(expected("mask", f"shape {tuple(x.shape)} (that of samples)",
+                                      f"shape {np.shape(mask)}", raw=True))
+        mask = jnp.asarray(mask, bool)
+    if is_concrete(x, mask):
+        check_positive(x if mask is None else jnp.where(mask, x, 0.0), "samples", allow_zero=True)
+    return _ks_statistic(x, mask)
 
 
 def _ks_impl(samples, mask):
@@ -383,7 +413,7 @@ def _evaluate_impl(dyn, batch, key, horizon, num_substeps, num_samples, method, 
         lls = _solve_batch(*args).log_likelihood
     else:
         def one(k):
-            return _solve_batch(dyn, batch, k, *args[3:]).log_likelihood
+            return _solve_batch(args[0], batch, k, *args[3:]).log_likelihood
 
         lls = jnp.mean(jax.vmap(one)(jax.random.split(key, num_samples)), 0)
     pred = _predict_next_impl(args, horizon, num_grid)

@@ -19,7 +19,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from jaxcore._util import as_float_array, check_int, check_key, check_positive, check_scalar, expected, is_concrete
+from jaxcore._util import check_int, check_key, check_positive, check_scalar, expected, is_concrete
+
+from ._checks import as_param, check_query_times, checked
 from .events import EventBatch, check_batch, check_marks
 from .solver import JumpDiffusion
 
@@ -90,7 +92,7 @@ class Poisson(eqx.Module):
     mu: Float[Array, " K"]
 
     def __init__(self, mu: Any):
-        mu = as_float_array(mu, "mu")
+        mu = as_param(mu, "mu")
         if mu.ndim == 0:
             mu = mu[None]
         if mu.ndim != 1:
@@ -107,19 +109,20 @@ class Poisson(eqx.Module):
         """``lambda_k(t) = mu_k`` at query times ``[B, Q]``; returns ``[B, Q, K]``."""
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        return _intensity(self.mu, jnp.asarray(t))
+        return _intensity(checked(self.mu, "mu", "positive"), check_query_times(t, batch.num_sequences))
 
     def compensator(self, batch: EventBatch, t: Float[Array, "batch query"] | None = None) -> Array:
         """``Lambda_k(t) = mu_k t``: ``[B, Q, K]`` at ``t`` ``[B, Q]``, or ``[B, K]`` at ``T``."""
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        return _compensator(self.mu, batch.T if t is None else jnp.asarray(t))
+        return _compensator(checked(self.mu, "mu", "positive"),
+                            batch.T if t is None else check_query_times(t, batch.num_sequences))
 
     def log_likelihood(self, batch: EventBatch) -> Float[Array, " batch"]:
         """``[B]`` exact log-likelihoods (nats): ``sum_i log mu_{m_i} - T sum_k mu_k``."""
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        return _loglik(self.mu, batch.marks, batch.mask, batch.T)
+        return _loglik(checked(self.mu, "mu", "positive"), batch.marks, batch.mask, batch.T)
 
     def simulate(self, key: PRNGKeyArray, T: float, max_events: int, num_sequences: int
                  ) -> tuple[EventBatch, Bool[Array, " batch"]]:
@@ -134,7 +137,7 @@ class Poisson(eqx.Module):
             check_scalar(T, "T", positive=True)
         L = check_int(max_events, "max_events", minimum=1)
         B = check_int(num_sequences, "num_sequences", minimum=1)
-        return _simulate(key, self.mu, jnp.asarray(T, self.mu.dtype), L, B)
+        return _simulate(key, checked(self.mu, "mu", "positive"), jnp.asarray(T, self.mu.dtype), L, B)
 
     def fit_closed_form(self, batch: EventBatch) -> Poisson:
         """The maximum-likelihood rates ``mu_k = N_k / sum_b T_b`` (counts floored at 1e-12)."""
@@ -172,6 +175,13 @@ class PoissonSDE(JumpDiffusion):
     """
 
     mu: Float[Array, " K"]
+
+    def __check_init__(self):
+        if is_concrete(self.mu):
+            checked(self.mu, "mu", "positive")
+
+    def _checked(self) -> PoissonSDE:
+        return eqx.tree_at(lambda d: d.mu, self, checked(self.mu, "mu", "positive"))
 
     def initial_state(self) -> Array:
         return jnp.log(self.mu)

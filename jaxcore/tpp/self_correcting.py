@@ -22,7 +22,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from jaxcore._util import as_float_array, check_int, check_key, check_positive, check_scalar, expected, is_concrete
+from jaxcore._util import check_int, check_key, check_positive, check_scalar, expected, is_concrete
+
+from ._checks import as_param, check_query_times, checked
 from .events import EventBatch, check_batch, check_marks
 from .solver import JumpDiffusion
 
@@ -121,8 +123,8 @@ class SelfCorrecting(eqx.Module):
     alpha: Float[Array, ""]
 
     def __init__(self, mu: Any, alpha: Any):
-        mu = as_float_array(mu, "mu")
-        alpha = as_float_array(alpha, "alpha")
+        mu = as_param(mu, "mu")
+        alpha = as_param(alpha, "alpha")
         if mu.ndim != 0:
             raise ValueError(expected("mu", "a scalar", f"shape {mu.shape}", raw=True))
         if alpha.ndim != 0:
@@ -133,25 +135,32 @@ class SelfCorrecting(eqx.Module):
 
     num_marks = 1
 
+    def _checked_params(self) -> tuple[Array, Array]:
+        """``(mu, alpha)`` after their checks (host when concrete, one ``error_if`` each when traced)."""
+        return checked(self.mu, "mu", "positive"), checked(self.alpha, "alpha", "nonnegative")
+
     def intensity(self, batch: EventBatch, t: Float[Array, "batch query"]) -> Float[Array, "batch query 1"]:
         """``lambda(t) = exp(mu t - alpha N(t-))`` at ``t`` ``[B, Q]``; returns ``[B, Q, 1]``."""
         check_batch(batch)
         check_marks(batch, 1)
-        return _intensity(self.mu, self.alpha, batch.times, batch.mask, jnp.asarray(t))
+        return _intensity(*self._checked_params(), batch.times, batch.mask,
+                          check_query_times(t, batch.num_sequences))
 
     def compensator(self, batch: EventBatch, t: Float[Array, "batch query"] | None = None) -> Array:
         """``Lambda(t)``: ``[B, Q, 1]`` at ``t`` ``[B, Q]``, or ``[B, 1]`` at ``T``."""
         check_batch(batch)
         check_marks(batch, 1)
+        mu, alpha = self._checked_params()
         if t is None:
-            return _compensator_end(self.mu, self.alpha, batch.times, batch.mask, batch.T)[:, None]
-        return _compensator_batch(self.mu, self.alpha, batch.times, batch.mask, jnp.asarray(t))[..., None]
+            return _compensator_end(mu, alpha, batch.times, batch.mask, batch.T)[:, None]
+        return _compensator_batch(mu, alpha, batch.times, batch.mask,
+                                  check_query_times(t, batch.num_sequences))[..., None]
 
     def log_likelihood(self, batch: EventBatch) -> Float[Array, " batch"]:
         """``[B]`` exact log-likelihoods (nats), O(L): ``sum_i (mu t_i - alpha (i-1)) - Lambda(T)``."""
         check_batch(batch)
         check_marks(batch, 1)
-        return _loglik_batch(self.mu, self.alpha, batch.times, batch.mask, batch.T)
+        return _loglik_batch(*self._checked_params(), batch.times, batch.mask, batch.T)
 
     def simulate(self, key: PRNGKeyArray, T: float, max_events: int, num_sequences: int
                  ) -> tuple[EventBatch, Bool[Array, " batch"]]:
@@ -166,7 +175,7 @@ class SelfCorrecting(eqx.Module):
             check_scalar(T, "T", positive=True)
         L = check_int(max_events, "max_events", minimum=1)
         B = check_int(num_sequences, "num_sequences", minimum=1)
-        return _simulate(key, self.mu, self.alpha, jnp.asarray(T, self.mu.dtype), L, B)
+        return _simulate(key, *self._checked_params(), jnp.asarray(T, self.mu.dtype), L, B)
 
     def to_unconstrained(self) -> dict[str, Array]:
         """Inverse-softplus parameters for unconstrained optimisation."""
@@ -202,6 +211,15 @@ class SelfCorrectingSDE(JumpDiffusion):
 
     mu: Float[Array, ""]
     alpha: Float[Array, ""]
+
+    def __check_init__(self):
+        for name, x, kind in (("mu", self.mu, "positive"), ("alpha", self.alpha, "nonnegative")):
+            if is_concrete(x):
+                checked(x, name, kind)
+
+    def _checked(self) -> SelfCorrectingSDE:
+        return eqx.tree_at(lambda d: (d.mu, d.alpha), self,
+                           (checked(self.mu, "mu", "positive"), checked(self.alpha, "alpha", "nonnegative")))
 
     def initial_state(self) -> Array:
         return jnp.zeros((1,), jnp.result_type(self.mu))

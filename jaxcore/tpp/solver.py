@@ -16,7 +16,11 @@ Three integrators:
 
 - ``method="scan"`` (default): fixed-step Euler-Maruyama on the augmented
   state ``(eta, Lambda)`` with ``num_substeps`` equal steps per inter-event
-  gap, written as two nested ``lax.scan`` s. The ``tpp.solver_scan_vs_diffrax``
+  gap, written as two nested ``lax.scan`` s. Dynamics that bound their drift's
+  Lipschitz constant (:meth:`JumpDiffusion.drift_lipschitz`; the NJDTPP does) switch
+  a batch with a step ``h * bound > 1`` (a long gap, e.g. 5e5 time units) to the
+  drift-implicit Euler step, stable at any step size, where explicit Euler would
+  oscillate and overflow (a log-likelihood of -inf). The ``tpp.solver_scan_vs_diffrax``
   benchmark measures it several times faster than the diffrax path at equal
   steps (the fixed-step overhead of diffrax noted in diffrax issue 517).
 - ``method="diffrax"``: ``diffrax.diffeqsolve`` per gap with any solver and
@@ -52,8 +56,12 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxcore._util import check_int, check_key, expected
-from .events import EventBatch, check_batch, check_marks
+import numpy as np
+
+from jaxcore._util import check_finite, check_int, check_key, check_positive, expected, is_concrete
+
+from ._checks import as_param
+from .events import EventBatch, _check_batch_values, check_batch, check_marks
 
 
 class JumpDiffusion(eqx.Module):
@@ -115,6 +123,20 @@ class JumpDiffusion(eqx.Module):
         """
         raise NotImplementedError(f"{type(self).__name__} has no closed-form flow; use method='scan' or 'diffrax'")
 
+    def _checked(self) -> JumpDiffusion:
+        """This dynamics after the checks of its parameters: host checks when concrete, ``error_if``
+        (once, before the solver's scan) when traced. Subclasses with constrained parameters override."""
+        return self
+
+    def drift_lipschitz(self) -> Array | None:
+        """An upper bound of the drift's Lipschitz constant (``None``: unknown, the default).
+
+        With a bound, ``solve(method="scan")`` switches a batch to the drift-implicit Euler
+        step when some step ``h`` has ``h * bound > 1`` (a long gap, where explicit Euler is
+        unstable); without one, explicit Euler always.
+        """
+        return None
+
     @classmethod
     def has_flow(cls) -> bool:
         """Whether :meth:`flow` is implemented (``method="exact"`` available)."""
@@ -158,13 +180,28 @@ _CONVENTIONS = ("window", "paper")
 _METHODS = ("scan", "diffrax", "exact")
 
 
-def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True):
-    """``n`` Euler-Maruyama steps of ``(eta, Lambda)`` from ``t0`` to ``t1``; ``z`` ``[n, K]`` or None."""
+def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True, implicit=False):
+    """``n`` Euler-Maruyama steps of ``(eta, Lambda)`` from ``t0`` to ``t1``; ``z`` ``[n, K]`` or None.
+
+    ``implicit=True``: the drift-implicit (linearly implicit, Rosenbrock-Euler) step
+    ``eta' = eta + (I - h J)^{-1} h f(eta)`` with ``J`` the drift's Jacobian, and the compensator
+    at the step's end, ``Lambda' = Lambda + h sum exp(eta')``: stable at any step size on a
+    contracting drift (a long inter-event gap), where explicit Euler oscillates and overflows.
+    """
     h = (t1 - t0) / n
     sqrt_h = jnp.sqrt(h)
 
     def step(carry, zi):
         eta, lam, t = carry
+        if implicit:
+            f = dyn.drift(t, eta)
+            J = jax.jacfwd(lambda e: dyn.drift(t, e))(eta)
+            eye = jnp.eye(eta.shape[0], dtype=eta.dtype)
+            eta_new = eta + jnp.linalg.solve(eye - h * J, f * h)
+            if zi is not None:
+                eta_new = eta_new + dyn.diffusion(t, eta) * sqrt_h * zi
+            lam = lam + jnp.sum(jnp.exp(eta_new)) * h
+            return (eta_new, lam, t + h), None
         lam = lam + jnp.sum(jnp.exp(eta)) * h
         if zi is not None:
             f, g = dyn.drift_and_diffusion(t, eta)
@@ -179,11 +216,12 @@ def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True):
     return eta, lam
 
 
-def _euler_segment_remat(dyn, eta, t0, t1, z, n):
+def _euler_segment_remat(dyn, eta, t0, t1, z, n, implicit=False):
     """:func:`_euler_segment` under ``jax.checkpoint``: reverse mode keeps only each gap's starting state
     and recomputes the sub-steps, instead of stacking every sub-step's activations over the whole
     sequence (``[L, n, B, width]`` buffers; the ``tpp.njdtpp_grad`` benchmark ran ~4x faster with it)."""
-    return jax.checkpoint(lambda e, a, b, zz: _euler_segment(dyn, e, a, b, zz, n))(eta, t0, t1, z)
+    return jax.checkpoint(lambda e, a, b, zz: _euler_segment(dyn, e, a, b, zz, n, implicit=implicit))(
+        eta, t0, t1, z)
 
 
 def _diffrax_segment(dyn, eta, t0, t1, bm, n, solver, controller, max_steps):
@@ -210,7 +248,8 @@ def _diffrax_segment(dyn, eta, t0, t1, bm, n, solver, controller, max_steps):
     return y1[:K], y1[K]
 
 
-def _solve_one(dyn, times, marks, mask, T, key, *, method, n, convention, solver, controller, max_steps, bm_tol):
+def _solve_one(dyn, times, marks, mask, T, key, *, method, n, convention, solver, controller, max_steps, bm_tol,
+               implicit=False):
     K = dyn.initial_state().shape[0]
     L = times.shape[0]
     dtype = times.dtype
@@ -228,7 +267,7 @@ def _solve_one(dyn, times, marks, mask, T, key, *, method, n, convention, solver
 
         def segment(eta, t0, t1, idx):
             z = z_all[idx] if stochastic else None
-            return _euler_segment_remat(dyn, eta, t0, t1, z, n)
+            return _euler_segment_remat(dyn, eta, t0, t1, z, n, implicit)
     else:
         import diffrax
 
@@ -353,19 +392,40 @@ def _solve_args(dynamics, batch, key, method="scan", num_substeps=10, convention
         raise ValueError(expected(name, f"None unless method='diffrax' (only used with method='diffrax'; "
                                         f"method={method!r})", type(solver if solver is not None
                                                                    else stepsize_controller).__name__, raw=True))
+    dynamics = dynamics._checked()
     return dynamics, batch, key, method, n, convention, solver, stepsize_controller, max_steps, brownian_tol
-
 
 
 @eqx.filter_jit
 def _solve_batch(dynamics, batch, key, method, n, convention, solver, controller, max_steps, bm_tol):
     """The validated solve, compiled as one program (arrays traced, settings static); vmapped over sequences."""
     keys = jax.random.split(key, batch.num_sequences) if key is not None else None
-    fn = lambda t, m, k, T_, kk: _solve_one(  # noqa: E731
-        dynamics, t, m, k, T_, kk, method=method, n=n, convention=convention, solver=solver,
-        controller=controller, max_steps=max_steps, bm_tol=bm_tol)
     in_key = 0 if keys is not None else None
-    return jax.vmap(fn, in_axes=(0, 0, 0, 0, in_key))(batch.times, batch.marks, batch.mask, batch.T, keys)
+
+    def run(implicit):
+        fn = lambda t, m, k, T_, kk: _solve_one(  # noqa: E731
+            dynamics, t, m, k, T_, kk, method=method, n=n, convention=convention, solver=solver,
+            controller=controller, max_steps=max_steps, bm_tol=bm_tol, implicit=implicit)
+        return jax.vmap(fn, in_axes=(0, 0, 0, 0, in_key))(batch.times, batch.marks, batch.mask, batch.T, keys)
+
+    lip = dynamics.drift_lipschitz() if method == "scan" else None
+    if lip is None:
+        return run(False)
+    # one batch-level switch (not per step): explicit Euler unless some Euler step is too long for it
+    stiff = _max_gap(batch, convention) / n * lip > 1.0
+    return jax.lax.cond(stiff, lambda: run(True), lambda: run(False))
+
+
+def _max_gap(batch: EventBatch, convention: str) -> Array:
+    """The longest stretch without an event that the solver integrates, over the batch."""
+    t, k = batch.times, batch.mask
+    prev = jnp.concatenate([jnp.zeros_like(t[:, :1]), t[:, :-1]], axis=1)
+    gaps = jnp.where(k, t - prev, 0.0)
+    if convention == "paper":
+        gaps = gaps.at[:, 0].set(0.0)
+        return jnp.max(gaps)
+    last = jnp.max(jnp.where(k, t, 0.0), axis=1)
+    return jnp.maximum(jnp.max(gaps), jnp.max(batch.T - last))
 
 
 def log_likelihood(dynamics: JumpDiffusion, batch: EventBatch, key: PRNGKeyArray | None = None,
@@ -440,8 +500,36 @@ def intensity_path(
     if method == "exact" and not dynamics.has_flow():
         raise ValueError(expected("method", f"'scan' for {type(dynamics).__name__}, which has no closed-form flow "
                                             "for 'exact'", "exact"))
-    return _intensity_path(dynamics, jnp.asarray(times), jnp.asarray(marks), jnp.asarray(mask, bool),
-                           jnp.asarray(grid), method)
+    for name, x in (("times", times), ("marks", marks), ("mask", mask), ("grid", grid)):
+        if x is None or not hasattr(x, "__len__") and not hasattr(x, "shape"):
+            raise TypeError(expected(name, "a 1-D array", type(x).__name__, raw=True))
+    times = as_param(times, "times")
+    grid = as_param(grid, "grid")
+    if times.ndim != 1:
+        raise ValueError(expected("times", "shape [L] (one sequence)", f"shape {tuple(times.shape)}", raw=True))
+    marks = jnp.asarray(marks)
+    if not jnp.issubdtype(marks.dtype, jnp.integer):
+        raise TypeError(expected("marks", "an integer array of event types", f"dtype {marks.dtype}", raw=True))
+    mask = jnp.asarray(mask)
+    if mask.dtype != jnp.bool_:
+        raise TypeError(expected("mask", "a bool array", f"dtype {mask.dtype}", raw=True))
+    for name, x in (("marks", marks), ("mask", mask)):
+        if x.shape != times.shape:
+            raise ValueError(expected(name, f"shape {tuple(times.shape)} (that of times)", f"shape {tuple(x.shape)}",
+                                      raw=True))
+    if grid.ndim != 1 or grid.shape[0] < 1:
+        raise ValueError(expected("grid", "a non-empty 1-D array of query times", f"shape {tuple(grid.shape)}",
+                                  raw=True))
+    if is_concrete(times, marks, mask, grid):
+        check_finite(times, "times")
+        _check_batch_values(times[None], marks[None], mask[None], jnp.max(jnp.where(mask, times, 0.0))[None],
+                            dynamics.num_marks)
+        g = np.asarray(grid, np.float64)
+        check_positive(g, "grid", allow_zero=True)
+        if np.any(np.diff(g) < 0):
+            raise ValueError(expected("grid", "sorted query times", grid))
+    dynamics = dynamics._checked()
+    return _intensity_path(dynamics, times.astype(grid.dtype), marks, mask, grid, method)
 
 
 @eqx.filter_jit
