@@ -18,7 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import expected
+from jaxcore._util import expected, is_concrete
+
+from ._checks import float_array
 
 from .scores import ScoreTable, as_score_table
 
@@ -77,6 +79,13 @@ def _split(x, b):
 
 
 def _check_pow2(x, name="x"):
+    if x is None or isinstance(x, (str, bytes)):
+        raise TypeError(expected(name, "a real array [..., 2**n]", type(x).__name__, raw=True))
+    x = float_array(x, name)
+    if is_concrete(x):
+        h = np.asarray(x, np.float64)
+        if np.isnan(h).any() or np.isposinf(h).any():
+            raise ValueError(expected(name, "log values (no NaN, no +inf)", "NaN or +inf", raw=True))
     shape = np.shape(x)
     if len(shape) < 1 or shape[-1] < 1 or shape[-1] & (shape[-1] - 1):
         raise ValueError(expected(name, "a last axis of length 2**n", f"shape {tuple(shape)}", raw=True))

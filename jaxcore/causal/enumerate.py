@@ -20,6 +20,7 @@ import numpy as np
 
 from jaxcore._util import cached_arrays, check_bool, expected
 
+from ._checks import check_bitmasks
 from .graphs import _compress, _parents_array, num_dags
 
 __all__ = ["DAGTable", "enumerate_dags", "dag_keys", "mec_codes", "MAX_ENUMERATE_D"]
@@ -72,8 +73,10 @@ def dag_keys(parents) -> jax.Array:
         >>> dag_keys([[0, 0], [0, 1], [2, 0]]).tolist()
         [0, 2, 1]
     """
+    raw = parents
     parents = _parents_array(parents)
     d = parents.shape[-1]
+    check_bitmasks(raw, "parents")
     if d > MAX_ENUMERATE_D:
         raise ValueError(expected("parents", f"d <= {MAX_ENUMERATE_D} nodes", f"d={d}", raw=True))
     return _dag_keys_jit(parents)
@@ -148,6 +151,9 @@ def mec_codes(parents: np.ndarray) -> np.ndarray:
         >>> bool(c[0] == c[1]), bool(c[0] == c[2])
         (True, False)
     """
+    if parents is None:
+        raise TypeError(expected("parents", "an integer array [n, d]", "None", raw=True))
+    check_bitmasks(parents, "parents")
     parents = np.asarray(parents).astype(np.int64)
     if parents.ndim != 2:
         raise ValueError(expected("parents", "shape [n, d]", f"shape {parents.shape}", raw=True))

@@ -23,7 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int
 
-from jaxcore._util import check_int, expected
+from jaxcore._util import check_int, expected, is_concrete
+
+from ._checks import check_acyclic, check_binary, check_bitmasks, host_array
 
 __all__ = [
     "adjacency_to_parents",
@@ -42,6 +44,8 @@ __all__ = [
 
 
 def _check_square(adjacency, name="adjacency"):
+    if adjacency is None or isinstance(adjacency, (str, bytes, dict)):
+        raise TypeError(expected(name, "an adjacency array [..., d, d]", type(adjacency).__name__, raw=True))
     shape = tuple(np.shape(adjacency))
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(expected(name, "shape [..., d, d] (square in its last two axes)", f"shape {shape}", raw=True))
@@ -51,7 +55,7 @@ def _check_square(adjacency, name="adjacency"):
 
 
 def _int_array(x, name):
-    a = x if isinstance(x, jax.Array) else jnp.asarray(x)
+    a = x if isinstance(x, jax.Array) else jnp.asarray(host_array(x, name))
     if not (jnp.issubdtype(a.dtype, jnp.integer) or jnp.issubdtype(a.dtype, jnp.floating) or a.dtype == jnp.bool_):
         raise TypeError(expected(name, "an integer, bool or float array", f"dtype {a.dtype}", raw=True))
     return a
@@ -69,6 +73,7 @@ def _parents_array(parents, name="parents"):
 
 def _adjacency_array(adjacency, name="adjacency"):
     _check_square(adjacency, name)
+    check_binary(adjacency, name)
     return (_int_array(adjacency, name) != 0).astype(jnp.int32)
 
 
@@ -114,7 +119,8 @@ def adjacency_to_parents(adjacency: Int[Array, "... d d"]) -> Int[Array, "... d"
         ``[..., d]`` int32 bitmasks.
 
     Raises:
-        ValueError: if ``adjacency`` is not square in its last two axes or d > 31.
+        ValueError: if ``adjacency`` is not square in its last two axes, d > 31, or an entry is not 0/1.
+        TypeError: ``adjacency`` is None or not a real array.
 
     References:
         M. Koivisto, K. Sood, "Exact Bayesian structure discovery in Bayesian networks", JMLR 5, 2004, sec. 3 (parent sets indexed as subsets).
@@ -147,7 +153,8 @@ def parents_to_adjacency(parents: Int[Array, "... d"]) -> Int[Array, "... d d"]:
         ``[..., d, d]`` int32 0/1 with ``[i, j] = bit i of parents[j]``.
 
     Raises:
-        ValueError: ``parents`` is a scalar or has more than 31 nodes.
+        ValueError: ``parents`` is a scalar, has more than 31 nodes, or a bitmask is out of range
+            (``< 0``, ``>= 2**d``, or node ``j``'s own bit set: never clamped).
 
     References:
         M. Koivisto, K. Sood, "Exact Bayesian structure discovery in Bayesian networks", JMLR 5, 2004, sec. 3 (parent sets indexed as subsets).
@@ -157,7 +164,9 @@ def parents_to_adjacency(parents: Int[Array, "... d"]) -> Int[Array, "... d d"]:
         >>> parents_to_adjacency([0, 1, 3]).tolist()
         [[0, 1, 1], [0, 0, 1], [0, 0, 0]]
     """
-    return _parents_to_adj_jit(_parents_array(parents))
+    p = _parents_array(parents)
+    check_bitmasks(parents, "parents")
+    return _parents_to_adj_jit(p)
 
 
 def _parents_to_adj(parents):
@@ -181,7 +190,8 @@ def compress_parents(parents: Int[Array, "... d"]) -> Int[Array, "... d"]:
         ``[..., d]`` int32 column indices into a ``[d, 2**(d-1)]`` :class:`ScoreTable`.
 
     Raises:
-        ValueError: ``parents`` is a scalar or has more than 31 nodes.
+        ValueError: ``parents`` is a scalar, has more than 31 nodes, or a bitmask is out of range
+            (``< 0``, ``>= 2**d``, or node ``j``'s own bit set).
 
     References:
         M. Koivisto, K. Sood, "Exact Bayesian structure discovery in Bayesian networks", JMLR 5, 2004, sec. 3 (parent sets indexed as subsets).
@@ -191,7 +201,9 @@ def compress_parents(parents: Int[Array, "... d"]) -> Int[Array, "... d"]:
         >>> compress_parents([0b110, 0b101, 0b011]).tolist()  # node j's own bit j is dropped
         [3, 3, 3]
     """
-    return _compress_jit(_parents_array(parents))
+    p = _parents_array(parents)
+    check_bitmasks(parents, "parents")
+    return _compress_jit(p)
 
 
 def _compress(parents):
@@ -222,7 +234,8 @@ def expand_parents(index: Int[Array, "... d"]) -> Int[Array, "... d"]:
         ``[..., d]`` int32 parent bitmasks.
 
     Raises:
-        ValueError: ``index`` is a scalar or has more than 31 nodes.
+        ValueError: ``index`` is a scalar, has more than 31 nodes, or an index is outside
+            ``[0, 2**(d-1))`` (checked when concrete; never clamped).
 
     References:
         M. Koivisto, K. Sood, "Exact Bayesian structure discovery in Bayesian networks", JMLR 5, 2004, sec. 3 (parent sets indexed as subsets).
@@ -232,7 +245,9 @@ def expand_parents(index: Int[Array, "... d"]) -> Int[Array, "... d"]:
         >>> expand_parents([3, 3, 3]).tolist()
         [6, 5, 3]
     """
-    return _expand_jit(_parents_array(index, "index"))
+    p = _parents_array(index, "index")
+    check_bitmasks(index, "index", compressed=True)
+    return _expand_jit(p)
 
 
 def _acyclic_residual(parents):
@@ -249,6 +264,9 @@ def _acyclic_residual(parents):
         return remaining & ~removed
 
     return jax.lax.fori_loop(0, d, body, jnp.full(parents.shape[:-1], full, jnp.int32))
+
+
+_acyclic_residual_jit = jax.jit(lambda p: _acyclic_residual(p))
 
 
 def is_dag(adjacency: Int[Array, "... d d"]) -> jax.Array:
@@ -376,7 +394,8 @@ def cpdag(adjacency: Int[Array, "... d d"]) -> Int[Array, "... d d"]:
         ``[..., d, d]`` int32 CPDAG (undirected edges are symmetric 1s).
 
     Raises:
-        ValueError: ``adjacency`` is not square in its last two axes.
+        ValueError: ``adjacency`` is not square in its last two axes, not 0/1, or (when concrete)
+            has a directed cycle or self-loop (a CPDAG is defined for DAGs only).
 
     References:
         C. Meek, "Causal inference and causal explanation with background
@@ -389,7 +408,9 @@ def cpdag(adjacency: Int[Array, "... d d"]) -> Int[Array, "... d d"]:
         >>> cpdag(np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])).tolist()  # a chain: all undirected
         [[0, 1, 0], [1, 0, 1], [0, 1, 0]]
     """
-    return _cpdag_jit(_adjacency_array(adjacency))
+    a = _adjacency_array(adjacency)
+    check_acyclic(a, "adjacency")
+    return _cpdag_jit(a)
 
 
 @jax.jit
@@ -441,7 +462,7 @@ def shd(adjacency_a: Int[Array, "... d d"], adjacency_b: Int[Array, "... d d"]) 
         ``[...]`` int32 distances.
 
     Raises:
-        ValueError: not square, or different ``d``.
+        ValueError: not square, not 0/1, different ``d``, or batch shapes that do not broadcast.
 
     References:
         I. Tsamardinos, L. E. Brown, C. F. Aliferis, "The max-min hill-climbing
@@ -463,6 +484,11 @@ def _pair_args(adjacency_a, adjacency_b):
     if a.shape[-1] != b.shape[-1]:
         raise ValueError(expected("adjacency_b", f"d={a.shape[-1]} nodes like adjacency_a", f"d={b.shape[-1]}",
                                   raw=True))
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(expected("adjacency_b", f"a batch shape broadcastable with adjacency_a's {a.shape}",
+                                  f"shape {b.shape}", raw=True)) from None
     return a, b
 
 
@@ -488,7 +514,8 @@ def cpdag_shd(adjacency_a: Int[Array, "... d d"], adjacency_b: Int[Array, "... d
         ``[...]`` int32.
 
     Raises:
-        ValueError: not square, or different ``d``.
+        ValueError: not square, not 0/1, different ``d``, batch shapes that do not broadcast, or (when
+            concrete) a cyclic graph.
 
     References:
         I. Tsamardinos, L. E. Brown, C. F. Aliferis, Machine Learning 2006 (SHD); D. M. Chickering, UAI 1995 (CPDAGs).
@@ -500,6 +527,8 @@ def cpdag_shd(adjacency_a: Int[Array, "... d d"], adjacency_b: Int[Array, "... d
         0
     """
     a, b = _pair_args(adjacency_a, adjacency_b)
+    check_acyclic(a, "adjacency_a")
+    check_acyclic(b, "adjacency_b")
     return _cpdag_shd_jit(a, b)
 
 
@@ -521,7 +550,7 @@ def num_linear_extensions(parents: Int[Array, "... d"]) -> jax.Array:
         ``[...]`` float32 counts (exact up to 2**24; use x64 for larger).
 
     Raises:
-        ValueError: ``d > 20``.
+        ValueError: ``d > 20``, a bitmask out of range, or (when concrete) a cyclic graph.
 
     References:
         G. Brightwell, P. Winkler, "Counting linear extensions", Order 1991 (#P-completeness;
@@ -535,6 +564,9 @@ def num_linear_extensions(parents: Int[Array, "... d"]) -> jax.Array:
     p = _parents_array(parents)
     if p.shape[-1] > 20:
         raise ValueError(expected("parents", "d <= 20 nodes", f"d={p.shape[-1]}", raw=True))
+    check_bitmasks(parents, "parents")
+    if is_concrete(p):
+        check_acyclic(_parents_to_adj_jit(p), "parents", ok=_acyclic_residual_jit(p) == 0)
     return _num_linear_extensions_jit(p)
 
 

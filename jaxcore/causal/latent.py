@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxcore._util import Progress, check_choice, check_int, check_key, check_progress, check_scalar
+from jaxcore._util import Progress, check_choice, check_int, check_key, check_progress, check_scalar, is_concrete
 
 from .graphs import _acyclic_residual, _adj_to_parents, _compress
 from .samples import DAGSamples
@@ -71,6 +71,8 @@ def dibs_model(x, *, alpha=2.0, beta=5.0, weight_scale=1.0, sigma=1.0):
 
     Raises:
         ImportError: numpyro is not installed (``pip install numpyro``).
+        ValueError / TypeError: (concrete arguments) ``x`` not ``[N, d]`` finite data; ``alpha``,
+            ``weight_scale``, ``sigma`` not finite and > 0; ``beta`` not finite and >= 0.
 
     References:
         L. Lorch et al., "DiBS: differentiable Bayesian structure learning", NeurIPS 2021.
@@ -87,6 +89,12 @@ def dibs_model(x, *, alpha=2.0, beta=5.0, weight_scale=1.0, sigma=1.0):
     import numpyro
     import numpyro.distributions as dist
 
+    if is_concrete(x):
+        x = jnp.asarray(check_data(x, "x"), jnp.result_type(float))
+    for v, nm, kw in ((alpha, "alpha", {"positive": True}), (beta, "beta", {"nonnegative": True}),
+                      (weight_scale, "weight_scale", {"positive": True}), (sigma, "sigma", {"positive": True})):
+        if is_concrete(v):
+            check_scalar(v, nm, **kw)
     n, d = x.shape
     off = 1.0 - jnp.eye(d, dtype=x.dtype)
     z = numpyro.sample("Z", dist.Normal(jnp.zeros((d, d)), 1.0).to_event(2))

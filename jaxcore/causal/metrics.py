@@ -22,8 +22,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_bool, check_choice, expected
+from jaxcore._util.checks import describe
+from jaxcore._util import check_bool, check_choice, check_finite, check_range, expected, is_concrete
 
+from ._checks import check_acyclic, check_log_prob, check_prob_vector, float_array
 from .graphs import _adj_to_parents, _adjacency_array, _check_square, _compress, _cpdag, _shd
 from .samples import DAGSamples
 from .scores import bge_local_scores, check_data, nig_local_scores
@@ -56,8 +58,11 @@ def _check_samples(samples, true_adjacency=None, name="samples"):
     return d
 
 
-def _truth(true_adjacency):
-    return _adjacency_array(true_adjacency, "true_adjacency")
+def _truth(true_adjacency, dag=False):
+    t = _adjacency_array(true_adjacency, "true_adjacency")
+    if dag:
+        check_acyclic(t, "true_adjacency")
+    return t
 
 
 @jax.jit
@@ -96,7 +101,8 @@ def expected_shd(samples: DAGSamples, true_adjacency: Int[Array, "d d"]) -> jax.
 
     Raises:
         TypeError: ``samples`` is not a :class:`DAGSamples`.
-        ValueError: ``true_adjacency`` not ``[d, d]`` with the samples' ``d``.
+        ValueError: ``true_adjacency`` not ``[d, d]`` 0/1 with the samples' ``d``, or (expected SHD
+            and CPDAG SHD, when concrete) with a directed cycle or self-loop.
 
     References:
         Karimi Mamaghan et al., ICML 2024, sec. 3 (E-SHD).
@@ -109,7 +115,7 @@ def expected_shd(samples: DAGSamples, true_adjacency: Int[Array, "d d"]) -> jax.
         1.0
     """
     _check_samples(samples, true_adjacency)
-    return _expected_shd(samples, _truth(true_adjacency))
+    return _expected_shd(samples, _truth(true_adjacency, dag=True))
 
 
 def expected_cpdag_shd(samples: DAGSamples, true_adjacency: Int[Array, "d d"]) -> jax.Array:
@@ -124,7 +130,8 @@ def expected_cpdag_shd(samples: DAGSamples, true_adjacency: Int[Array, "d d"]) -
 
     Raises:
         TypeError: ``samples`` is not a :class:`DAGSamples`.
-        ValueError: ``true_adjacency`` not ``[d, d]`` with the samples' ``d``.
+        ValueError: ``true_adjacency`` not ``[d, d]`` 0/1 with the samples' ``d``, or (expected SHD
+            and CPDAG SHD, when concrete) with a directed cycle or self-loop.
 
     References:
         Karimi Mamaghan et al., ICML 2024, sec. 3; C. Meek, UAI 1995 (the CPDAG).
@@ -137,7 +144,7 @@ def expected_cpdag_shd(samples: DAGSamples, true_adjacency: Int[Array, "d d"]) -
         0.0
     """
     _check_samples(samples, true_adjacency)
-    return _expected_cpdag_shd(samples, _truth(true_adjacency))
+    return _expected_cpdag_shd(samples, _truth(true_adjacency, dag=True))
 
 
 def expected_edge_f1(samples: DAGSamples, true_adjacency: Int[Array, "d d"]) -> dict[str, jax.Array]:
@@ -156,7 +163,8 @@ def expected_edge_f1(samples: DAGSamples, true_adjacency: Int[Array, "d d"]) -> 
 
     Raises:
         TypeError: ``samples`` is not a :class:`DAGSamples`.
-        ValueError: ``true_adjacency`` not ``[d, d]`` with the samples' ``d``.
+        ValueError: ``true_adjacency`` not ``[d, d]`` 0/1 with the samples' ``d``, or (expected SHD
+            and CPDAG SHD, when concrete) with a directed cycle or self-loop.
 
     References:
         Karimi Mamaghan et al., ICML 2024, sec. 3 (edge F1).
@@ -180,10 +188,15 @@ def _offdiag(x):
 
 def _check_edges(edge_probs, true_adjacency):
     d = _check_square(true_adjacency, "true_adjacency")
-    if np.shape(edge_probs) != (d, d) or np.ndim(true_adjacency) != 2:
+    if np.ndim(true_adjacency) != 2:
+        raise ValueError(expected("true_adjacency", "shape [d, d]", f"shape {np.shape(true_adjacency)}", raw=True))
+    truth = np.asarray(_adjacency_array(true_adjacency, "true_adjacency"))
+    e = float_array(edge_probs, "edge_probs")
+    if e.shape != (d, d):
         raise ValueError(expected("edge_probs", f"shape [d, d] like true_adjacency (d={d})",
-                                  f"shape {np.shape(edge_probs)}", raw=True))
-    return _offdiag(np.asarray(true_adjacency) != 0)
+                                  f"shape {tuple(e.shape)}", raw=True))
+    check_finite(e, "edge_probs")
+    return e, _offdiag(truth != 0)
 
 
 def edge_auroc(edge_probs: Float[Array, "d d"], true_adjacency: Int[Array, "d d"]) -> jax.Array:
@@ -200,8 +213,9 @@ def edge_auroc(edge_probs: Float[Array, "d d"], true_adjacency: Int[Array, "d d"
         scalar in [0, 1].
 
     Raises:
-        ValueError: if the true graph has no edge or is complete (AUROC undefined), or the shapes
-            disagree.
+        ValueError: if the true graph has no edge or is complete (AUROC undefined), the shapes
+            disagree, ``edge_probs`` has NaN / inf, or ``true_adjacency`` is not 0/1. Integer
+            ``edge_probs`` are converted to float (float16 / bfloat16 to float32).
 
     References:
         H. B. Mann, D. R. Whitney, "On a test of whether one of two random variables is
@@ -214,11 +228,11 @@ def edge_auroc(edge_probs: Float[Array, "d d"], true_adjacency: Int[Array, "d d"
         >>> float(edge_auroc(probs, np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])))
         0.9375
     """
-    t = _check_edges(edge_probs, true_adjacency)
+    e, t = _check_edges(edge_probs, true_adjacency)
     if t.all() or not t.any():
         raise ValueError(expected("true_adjacency", "at least one edge and one non-edge for AUROC",
                                   f"{int(t.sum())} of {t.size} off-diagonal edges", raw=True))
-    return _auroc(jnp.asarray(edge_probs), t)
+    return _auroc(e, t)
 
 
 @jax.jit
@@ -244,7 +258,8 @@ def edge_auprc(edge_probs: Float[Array, "d d"], true_adjacency: Int[Array, "d d"
         scalar in [0, 1].
 
     Raises:
-        ValueError: if the true graph has no edge, or the shapes disagree.
+        ValueError: if the true graph has no edge, the shapes disagree, ``edge_probs`` has NaN /
+            inf, or ``true_adjacency`` is not 0/1. Integer ``edge_probs`` are converted to float.
 
     References:
         scikit-learn, ``sklearn.metrics.average_precision_score`` (the definition matched).
@@ -256,10 +271,10 @@ def edge_auprc(edge_probs: Float[Array, "d d"], true_adjacency: Int[Array, "d d"
         >>> round(float(edge_auprc(probs, np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]]))), 4)
         0.8333
     """
-    t = _check_edges(edge_probs, true_adjacency)
+    e, t = _check_edges(edge_probs, true_adjacency)
     if not t.any():
         raise ValueError(expected("true_adjacency", "at least one edge for AUPRC", "no edge", raw=True))
-    return _auprc(jnp.asarray(edge_probs), t)
+    return _auprc(e, t)
 
 
 @jax.jit
@@ -309,7 +324,8 @@ def mmd_hamming(
 
     Raises:
         TypeError: a side is not a :class:`DAGSamples`.
-        ValueError: the two samples have different ``d``.
+        ValueError: the two samples have different ``d``, or a non-exact side has ``sum w^2 = 1``
+            (one draw carries all the weight: the unbiased within-sample term is undefined).
 
     References:
         A. Gretton et al., "A kernel two-sample test", JMLR 2012, eq. (3) (unbiased MMD^2_u).
@@ -325,7 +341,13 @@ def mmd_hamming(
     dq = _check_samples(samples_q, name="samples_q")
     if dq != d:
         raise ValueError(expected("samples_q", f"DAGs on samples_p's d={d} nodes", f"d={dq}", raw=True))
-    return _mmd(samples_p, samples_q, check_bool(exact_p, "exact_p"), check_bool(exact_q, "exact_q"))
+    exact_p = check_bool(exact_p, "exact_p")
+    exact_q = check_bool(exact_q, "exact_q")
+    if not exact_p:
+        _check_spread(samples_p, "samples_p")
+    if not exact_q:
+        _check_spread(samples_q, "samples_q")
+    return _mmd(samples_p, samples_q, exact_p, exact_q)
 
 
 @functools.partial(jax.jit, static_argnames=("exact_p", "exact_q"))
@@ -369,7 +391,8 @@ def mmd_hamming_exact(samples: DAGSamples, edge_marginals: Float[Array, "d d"]) 
 
     Raises:
         TypeError: ``samples`` is not a :class:`DAGSamples`.
-        ValueError: ``edge_marginals`` not ``[d, d]``.
+        ValueError: ``edge_marginals`` not ``[d, d]`` probabilities in [0, 1]; ``sum w^2 = 1`` (a
+            single draw: the unbiased within-sample term is undefined).
 
     References:
         A. Gretton et al., "A kernel two-sample test", JMLR 2012, eq. (3).
@@ -382,10 +405,13 @@ def mmd_hamming_exact(samples: DAGSamples, edge_marginals: Float[Array, "d d"]) 
         -0.25
     """
     d = _check_samples(samples)
-    if np.shape(edge_marginals) != (d, d):
-        raise ValueError(expected("edge_marginals", f"shape [{d}, {d}]", f"shape {np.shape(edge_marginals)}",
+    mu = float_array(edge_marginals, "edge_marginals")
+    if mu.shape != (d, d):
+        raise ValueError(expected("edge_marginals", f"shape [{d}, {d}]", f"shape {tuple(mu.shape)}",
                                   raw=True))
-    return _mmd_exact(samples, jnp.asarray(edge_marginals))
+    check_range(mu, "edge_marginals", 0.0, 1.0)
+    _check_spread(samples, "samples")
+    return _mmd_exact(samples, mu)
 
 
 @jax.jit
@@ -404,30 +430,39 @@ def _mmd_exact(samples, edge_marginals):
     return kpp + kqq - 2.0 * kpq
 
 
+def _check_spread(samples, name):
+    """The unbiased within-sample term divides by ``1 - sum w^2``: refuse a single effective draw."""
+    w = samples.weights
+    if is_concrete(w) and float(np.sum(np.asarray(w, np.float64) ** 2)) >= 1.0 - 1e-6:
+        raise ValueError(expected(f"{name}.weights", "two or more draws with positive weight (sum w^2 < 1), "
+                                  "or flag the side exact", "all weight on one draw", raw=True))
+
+
 def _check_probs(p, q):
-    p = jnp.asarray(p)
-    q = jnp.asarray(q)
-    if p.ndim != 1:
-        raise ValueError(expected("p", "shape [n]", f"shape {p.shape}", raw=True))
-    if q.shape != p.shape:
-        raise ValueError(expected("q", f"shape {list(p.shape)} like p", f"shape {q.shape}", raw=True))
-    return p, q
+    p = check_prob_vector(p, "p")
+    q = check_prob_vector(q, "q", p.shape[0], "p")
+    dtype = jnp.promote_types(p.dtype, q.dtype)
+    return p.astype(dtype), q.astype(dtype)
 
 
 @jax.jit
 def _kl(p, lq):
-    return jnp.sum(jnp.where(p > 0, p * (jnp.log(jnp.where(p > 0, p, 1.0)) - lq), 0.0))
+    # xlogy form: 0 log 0 = 0, p log p kept in log space (finite for p down to the smallest normal)
+    lp = jnp.log(jnp.where(p > 0, p, 1.0))
+    return jnp.maximum(jnp.sum(jnp.where(p > 0, p * (lp - lq), 0.0)), 0.0)
 
 
 @jax.jit
 def _tv(p, q):
-    return 0.5 * jnp.sum(jnp.abs(p - q))
+    return jnp.clip(0.5 * jnp.sum(jnp.abs(p - q)), 0.0, 1.0)
 
 
 @jax.jit
 def _hellinger(p, q):
-    bc = jnp.sum(jnp.sqrt(p * q))
-    return jnp.sqrt(jnp.maximum(1.0 - bc, 0.0))
+    # H^2 = 1/2 sum (sqrt p - sqrt q)^2: no cancellation in 1 - BC, and sqrt(p) sqrt(q) never
+    # underflows the way sqrt(p q) does for p, q ~ 1e-30 in float32
+    h2 = 0.5 * jnp.sum(jnp.square(jnp.sqrt(p) - jnp.sqrt(q)))
+    return jnp.sqrt(jnp.clip(h2, 0.0, 1.0))
 
 
 def kl_divergence(p: Float[Array, " n"], q: Float[Array, " n"], *, log_q: Float[Array, " n"] | None = None) -> jax.Array:
@@ -445,7 +480,9 @@ def kl_divergence(p: Float[Array, " n"], q: Float[Array, " n"], *, log_q: Float[
         scalar (nats), ``>= 0``.
 
     Raises:
-        ValueError: shapes differ or are not 1-d.
+        ValueError: shapes differ or are not 1-d; ``p`` or ``q`` is not a probability vector
+            (NaN / inf / negative entries, or a sum off 1 by more than ``max(1e-3, 16 eps)``;
+            integers are converted to float, float16 / bfloat16 computed in float32).
 
     References:
         S. Kullback, R. A. Leibler, "On information and sufficiency", Ann. Math. Statist. 1951.
@@ -460,9 +497,10 @@ def kl_divergence(p: Float[Array, " n"], q: Float[Array, " n"], *, log_q: Float[
     if log_q is None:
         lq = jnp.log(q)
     else:
-        lq = jnp.asarray(log_q)
+        lq = float_array(log_q, "log_q")
         if lq.shape != q.shape:
             raise ValueError(expected("log_q", f"shape {list(q.shape)} like q", f"shape {lq.shape}", raw=True))
+        lq = check_log_prob(lq, "log_q", q.shape[0]).astype(p.dtype)
     return _kl(p, lq)
 
 
@@ -476,7 +514,9 @@ def total_variation(p: Float[Array, " n"], q: Float[Array, " n"]) -> jax.Array:
         scalar in [0, 1].
 
     Raises:
-        ValueError: shapes differ or are not 1-d.
+        ValueError: shapes differ or are not 1-d; ``p`` or ``q`` is not a probability vector
+            (NaN / inf / negative entries, or a sum off 1 by more than ``max(1e-3, 16 eps)``;
+            integers are converted to float, float16 / bfloat16 computed in float32).
 
     References:
         Karimi Mamaghan et al., ICML 2024 (distance to the exact posterior).
@@ -501,7 +541,9 @@ def hellinger(p: Float[Array, " n"], q: Float[Array, " n"]) -> jax.Array:
         scalar in [0, 1].
 
     Raises:
-        ValueError: shapes differ or are not 1-d.
+        ValueError: shapes differ or are not 1-d; ``p`` or ``q`` is not a probability vector
+            (NaN / inf / negative entries, or a sum off 1 by more than ``max(1e-3, 16 eps)``;
+            integers are converted to float, float16 / bfloat16 computed in float32).
 
     References:
         E. Hellinger, "Neue Begründung der Theorie quadratischer Formen", J. reine angew. Math. 1909.
@@ -612,7 +654,7 @@ def interventional_nll(
 
     Raises:
         TypeError: ``samples`` is not a :class:`DAGSamples`.
-        ValueError: bad data, mismatched d, ``targets`` not ``[d]``, unknown score.
+        ValueError: bad data, mismatched d, ``targets`` not a ``[d]`` 0/1 mask, unknown score.
 
     References:
         Karimi Mamaghan et al., ICML 2024 (interventional NLL); D. Heckerman, D. Geiger,
@@ -632,9 +674,13 @@ def interventional_nll(
     for nm, a in (("train", tr), ("interventional", te)):
         if a.shape[1] != d:
             raise ValueError(expected(nm, f"d={d} columns like the samples", f"{a.shape[1]} columns", raw=True))
+    if targets is None:
+        raise TypeError(expected("targets", f"a 0/1 mask of shape [{d}]", "None", raw=True))
     tg = np.asarray(targets)
     if tg.shape != (d,):
         raise ValueError(expected("targets", f"shape [{d}]", f"shape {tg.shape}", raw=True))
+    if tg.dtype.kind not in "biuf" or not np.all((tg == 0) | (tg == 1)):
+        raise ValueError(expected("targets", "a 0/1 mask of intervened nodes", describe(tg), raw=True))
     score = check_choice(score, "score", sorted(_SCORES))
     f = _SCORES[score]
     kw = {"center": False} if score == "nig" else {}

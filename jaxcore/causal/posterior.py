@@ -17,10 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_int, expected
+from jaxcore._util import check_int, expected, is_concrete
 
+from ._checks import check_acyclic, check_bitmasks, check_log_prob
 from .enumerate import DAGTable, enumerate_dags
-from .graphs import _compress, _num_linear_extensions, _parents_array
+from .graphs import _acyclic_residual_jit, _compress, _num_linear_extensions, _parents_array, _parents_to_adj_jit
 from .scores import ScoreTable, as_score_table
 
 __all__ = [
@@ -75,13 +76,18 @@ def _check_dags(dags, d=None, name="dags"):
     if d is not None and dags.parents.shape[1] != d:
         raise ValueError(expected(name, f"an enumeration of DAGs on d={d} nodes", f"d={dags.parents.shape[1]}",
                                   raw=True))
+    n = np.shape(dags.parents)[0]
+    mec = np.asarray(dags.mec)
+    if mec.shape != (n,) or np.shape(dags.keys) != (n,):
+        raise ValueError(expected(f"{name}.mec", f"shape [{n}] like {name}.parents", f"shape {mec.shape}", raw=True))
+    if n and (mec.min() < 0 or mec.max() >= int(dags.num_mecs)):
+        raise ValueError(expected(f"{name}.mec", f"class ids in [0, num_mecs={int(dags.num_mecs)})",
+                                  f"range [{mec.min()}, {mec.max()}]", raw=True))
     return dags
 
 
-def _check_log_prob(log_prob, n, name="log_prob"):
-    if np.shape(log_prob) != (n,):
-        raise ValueError(expected(name, f"shape [{n}] (one entry per DAG)", f"shape {np.shape(log_prob)}", raw=True))
-    return log_prob if isinstance(log_prob, jax.Array) else jnp.asarray(log_prob)
+def _check_log_prob(log_prob, n, name="log_prob", normalised=True):
+    return check_log_prob(log_prob, name, n, normalised=normalised)
 
 
 def dag_log_scores(table: ScoreTable, parents: Int[Array, "n d"]) -> Float[Array, " n"]:
@@ -96,7 +102,8 @@ def dag_log_scores(table: ScoreTable, parents: Int[Array, "n d"]) -> Float[Array
 
     Raises:
         TypeError: ``table`` is not a :class:`ScoreTable`.
-        ValueError: if the shapes disagree.
+        ValueError: if the shapes disagree, or a bitmask is out of range (``< 0``, ``>= 2**d``, or
+            node ``j``'s own bit set; checked when concrete, never clamped).
 
     References:
         D. Heckerman, D. Geiger, D. M. Chickering, "Learning Bayesian networks", Machine Learning 1995 (decomposable scores).
@@ -108,9 +115,11 @@ def dag_log_scores(table: ScoreTable, parents: Int[Array, "n d"]) -> Float[Array
         [-3.0, 0.0]
     """
     t = as_score_table(table)
+    raw = parents
     parents = _parents_array(parents)
     if parents.ndim < 1 or parents.shape[-1] != t.d:
         raise ValueError(expected("parents", f"last axis d={t.d}", f"shape {tuple(parents.shape)}", raw=True))
+    check_bitmasks(raw, "parents")
     return _dag_log_scores_jit(t.table, parents)
 
 
@@ -136,7 +145,8 @@ def edge_marginals_from_posterior(log_prob: Float[Array, " n"], parents: Int[Arr
         ``[d, d]`` probabilities (zero diagonal).
 
     Raises:
-        ValueError: shapes disagree.
+        ValueError: shapes disagree, ``log_prob`` has NaN / ``+inf`` or is not normalised
+            (``logsumexp`` 0 within ``max(1e-3, 16 eps)``), or a bitmask is out of range.
 
     References:
         A. Karimi Mamaghan et al., "Challenges and considerations in the evaluation of Bayesian causal discovery", ICML 2024.
@@ -148,9 +158,11 @@ def edge_marginals_from_posterior(log_prob: Float[Array, " n"], parents: Int[Arr
         >>> edge_marginals_from_posterior(lp, np.array([[0, 1], [0, 0]])).tolist()
         [[0.0, 0.25], [0.0, 0.0]]
     """
+    raw = parents
     parents = _parents_array(parents)
     if parents.ndim != 2:
         raise ValueError(expected("parents", "shape [n, d]", f"shape {tuple(parents.shape)}", raw=True))
+    check_bitmasks(raw, "parents")
     return _edge_marginals_from_log(_check_log_prob(log_prob, parents.shape[0]), parents)
 
 
@@ -178,7 +190,9 @@ def mec_posterior(log_prob: Float[Array, " num_dags"], dags: DAGTable) -> Float[
         ``[num_mecs]`` probabilities.
 
     Raises:
-        ValueError: ``log_prob`` has the wrong length.
+        TypeError: ``dags`` is not a :class:`DAGTable`.
+        ValueError: ``log_prob`` has the wrong length, a NaN / ``+inf`` entry or is not normalised
+            (``logsumexp`` 0 within ``max(1e-3, 16 eps)``); ``dags.mec`` out of ``[0, num_mecs)``.
 
     References:
         A. Karimi Mamaghan et al., "Challenges and considerations in the evaluation of Bayesian causal discovery", ICML 2024. T. Verma, J. Pearl, UAI 1990 (equivalence classes).
@@ -210,7 +224,9 @@ def mec_log_posterior(log_prob: Float[Array, " num_dags"], dags: DAGTable) -> Fl
         ``[num_mecs]`` log probabilities (nats), dtype of ``log_prob``.
 
     Raises:
-        ValueError: ``log_prob`` has the wrong length.
+        TypeError: ``dags`` is not a :class:`DAGTable`.
+        ValueError: ``log_prob`` has the wrong length, a NaN / ``+inf`` entry or is not normalised
+            (``logsumexp`` 0 within ``max(1e-3, 16 eps)``); ``dags.mec`` out of ``[0, num_mecs)``.
 
     References:
         A. Karimi Mamaghan et al., "Challenges and considerations in the evaluation of Bayesian causal discovery", ICML 2024. T. Verma, J. Pearl, UAI 1990 (equivalence classes).
@@ -245,7 +261,8 @@ def posterior_entropy(log_prob: Float[Array, " n"]) -> Float[Array, ""]:
         scalar entropy (nats).
 
     Raises:
-        ValueError: ``log_prob`` is not 1-d.
+        ValueError: ``log_prob`` is not 1-d, has a NaN / ``+inf`` entry or is not normalised
+            (``logsumexp`` 0 within ``max(1e-3, 16 eps)``).
 
     References:
         A. Karimi Mamaghan et al., "Challenges and considerations in the evaluation of Bayesian causal discovery", ICML 2024. (the posterior entropy as a difficulty measure)
@@ -256,9 +273,7 @@ def posterior_entropy(log_prob: Float[Array, " n"]) -> Float[Array, ""]:
         >>> round(float(posterior_entropy(np.log(np.full(4, 0.25)))), 4)
         1.3863
     """
-    if np.ndim(log_prob) != 1:
-        raise ValueError(expected("log_prob", "shape [n]", f"shape {np.shape(log_prob)}", raw=True))
-    return _entropy(jnp.asarray(log_prob))
+    return _entropy(check_log_prob(log_prob, "log_prob"))
 
 
 _num_linear_extensions_jit = jax.jit(_num_linear_extensions)
@@ -279,7 +294,8 @@ def log_num_orders(parents: Int[Array, "n d"], chunk_size: int = 1 << 15) -> np.
         ``[n]`` float64 NumPy array (nats).
 
     Raises:
-        ValueError: ``parents`` not ``[n, d]``, bad ``chunk_size``.
+        ValueError: ``parents`` not ``[n, d]``, ``d > 20``, a bitmask out of range, a cyclic graph,
+            bad ``chunk_size``.
 
     References:
         N. Friedman, D. Koller, "Being Bayesian about network structure", Machine Learning 2003 (the order-modular prior).
@@ -290,9 +306,18 @@ def log_num_orders(parents: Int[Array, "n d"], chunk_size: int = 1 << 15) -> np.
         >>> np.exp(log_num_orders(np.array([[0, 0, 0], [0, 1, 2]]), chunk_size=4)).round(3).tolist()
         [6.0, 1.0]
     """
+    if parents is None:
+        raise TypeError(expected("parents", "an integer array [n, d]", "None", raw=True))
     parents = np.asarray(parents)
     if parents.ndim != 2:
         raise ValueError(expected("parents", "shape [n, d]", f"shape {parents.shape}", raw=True))
+    if parents.shape[1] > 20:
+        raise ValueError(expected("parents", "d <= 20 nodes", f"d={parents.shape[1]}", raw=True))
+    check_bitmasks(parents, "parents")
+    if parents.size:
+        p = jnp.asarray(parents, jnp.int32)
+        check_acyclic(_parents_to_adj_jit(p), "parents", ok=_acyclic_residual_jit(p) == 0)
+    parents = parents.astype(np.int32)
     chunk = check_int(chunk_size, "chunk_size", 1)
     n, d = parents.shape
     f = _num_linear_extensions_jit
@@ -343,7 +368,8 @@ def exact_posterior(
     Raises:
         TypeError: ``table`` is not a :class:`ScoreTable`.
         ValueError: ``d > 6`` (the message names :func:`~jaxcore.causal.exact_edge_marginals`
-            and the MCMC samplers), or ``dags`` / ``log_weights`` of another size.
+            and the MCMC samplers), ``dags`` / ``log_weights`` of another size, ``log_weights`` with
+            a NaN or ``+inf`` entry (``-inf`` excludes a DAG), or ``dags.mec`` out of range.
 
     References:
         A. Karimi Mamaghan et al., "Challenges and considerations in the evaluation of Bayesian
@@ -364,8 +390,13 @@ def exact_posterior(
     if log_weights is None:
         extra = jnp.zeros((n,), dtype)
     else:
-        extra = jnp.asarray(_check_log_prob(log_weights, n, "log_weights"), dtype)
-    return _posterior_core(
+        extra = jnp.asarray(_check_log_prob(log_weights, n, "log_weights", normalised=False), dtype)
+    out = _posterior_core(
         t.table, jnp.asarray(dags.parents, jnp.int32), jnp.asarray(dags.mec), extra,
         num_mecs=int(dags.num_mecs),
     )
+    if is_concrete(out.log_evidence) and not bool(jnp.isfinite(out.log_evidence)):
+        name = "table" if log_weights is None else "log_weights"
+        raise ValueError(expected(name, "at least one DAG with a finite log score (table + log_weights)",
+                                  "-inf for every DAG", raw=True))
+    return out

@@ -12,6 +12,7 @@ from jaxtyping import Array, Float, Int
 
 from jaxcore._util import check_int, expected, is_concrete
 
+from ._checks import check_prob_vector, float_array, host_array
 from .enumerate import DAGTable, _dag_keys
 from .graphs import _adj_to_parents, _check_square, _is_dag_jit
 
@@ -42,8 +43,11 @@ class DAGSamples(eqx.Module):
         adjacency, weights: as above.
 
     Raises:
-        Nothing: the constructor stores its fields as given (so it works under ``jit``);
-        :func:`make_samples` validates and normalises.
+        ValueError: (checked when the fields are concrete; traced fields, as inside the samplers'
+            ``jit`` programs, are stored as given) ``adjacency`` not ``[n, d, d]`` 0/1, ``weights``
+            not ``[n]`` finite, non-negative and summing to 1 within ``max(1e-3, 16 eps)``, or a
+            sample of positive weight with a directed cycle or self-loop (zero-weight cyclic draws
+            are allowed: DiBS keeps them with weight 0). :func:`make_samples` normalises weights.
 
     References:
         A. Karimi Mamaghan et al., "Challenges and considerations in the evaluation of Bayesian causal discovery", ICML 2024.
@@ -58,6 +62,21 @@ class DAGSamples(eqx.Module):
 
     adjacency: Int[Array, "n d d"]
     weights: Float[Array, " n"]
+
+    def __check_init__(self):
+        if not is_concrete(self.adjacency, self.weights):
+            return
+        a = host_array(self.adjacency, "adjacency")
+        if a.ndim != 3 or a.shape[1] != a.shape[2] or a.shape[0] < 1:
+            raise ValueError(expected("adjacency", "shape [n, d, d] with n >= 1", f"shape {a.shape}", raw=True))
+        _check_square(a, "adjacency")
+        if not np.all((a == 0) | (a == 1)):
+            raise ValueError(expected("adjacency", "0/1 entries", "other values", raw=True))
+        w = check_prob_vector(self.weights, "weights", a.shape[0], "adjacency's n")
+        ok = np.asarray(_is_dag_jit(jnp.asarray(a, jnp.int32))) | (np.asarray(w) == 0)
+        if not ok.all():
+            raise ValueError(expected(f"adjacency[{int(np.argmin(ok))}]", "a DAG (acyclic, no self-loop) where the weight is > 0",
+                                      "a directed cycle or self-loop", raw=True))
 
 
 def make_samples(adjacency: Int[Array, "n d d"], weights: Float[Array, " n"] | None = None) -> DAGSamples:
@@ -85,10 +104,14 @@ def make_samples(adjacency: Int[Array, "n d d"], weights: Float[Array, " n"] | N
         >>> s.weights.tolist()
         [0.25, 0.75]
     """
-    a = jnp.asarray(adjacency)
+    if adjacency is None:
+        raise TypeError(expected("adjacency", "an array [n, d, d]", "None", raw=True))
+    a = adjacency if isinstance(adjacency, jax.Array) else jnp.asarray(host_array(adjacency, "adjacency"))
     if a.ndim != 3 or a.shape[1] != a.shape[2] or a.shape[0] < 1:
         raise ValueError(expected("adjacency", "shape [n, d, d] with n >= 1", f"shape {a.shape}", raw=True))
     _check_square(a)
+    if is_concrete(a) and not np.all(np.isfinite(np.asarray(a, np.float64))):
+        raise ValueError(expected("adjacency", "finite entries (nonzero = edge)", "NaN or inf", raw=True))
     a = (a != 0).astype(jnp.int32)
     if is_concrete(a):
         ok = np.asarray(_is_dag_jit(a))
@@ -98,15 +121,17 @@ def make_samples(adjacency: Int[Array, "n d d"], weights: Float[Array, " n"] | N
     if weights is None:
         w = jnp.full((a.shape[0],), 1.0 / a.shape[0])
     else:
-        w = jnp.asarray(weights)
+        w = float_array(weights, "weights")
         if w.shape != (a.shape[0],):
             raise ValueError(expected("weights", f"shape [{a.shape[0]}]", f"shape {w.shape}", raw=True))
         if is_concrete(w):
-            wn = np.asarray(w)
-            if np.any(~np.isfinite(wn)) or np.any(wn < 0) or wn.sum() <= 0:
+            wn = np.asarray(w, np.float64)
+            if np.any(~np.isfinite(wn)) or np.any(wn < 0) or wn.sum() <= 0 or not np.isfinite(wn.sum()):
                 raise ValueError(expected("weights", "finite, non-negative values that sum to > 0",
                                           f"sum {wn.sum()!r}", raw=True))
-        w = w / jnp.sum(w)
+            w = jnp.asarray(wn / wn.sum(), w.dtype)  # normalised in float64: no overflow of the sum
+        else:
+            w = w / jnp.sum(w)
     return DAGSamples(a, w)
 
 
@@ -234,6 +259,8 @@ def dag_distribution(samples: DAGSamples, dags: DAGTable) -> Float[Array, " num_
         [1.0, 0.0, 0.0]
     """
     d = _check_samples(samples)
+    if not isinstance(dags, DAGTable):
+        raise TypeError(expected("dags", "a DAGTable (from enumerate_dags)", type(dags).__name__, raw=True))
     if dags.parents.shape[1] != d:
         raise ValueError(expected("dags", f"an enumeration of DAGs on the samples' d={d} nodes",
                                   f"d={dags.parents.shape[1]}", raw=True))
@@ -257,7 +284,10 @@ def mec_distribution(dag_probs: Float[Array, " num_dags"], dags: DAGTable) -> Fl
         ``[num_mecs]`` probabilities.
 
     Raises:
-        ValueError: ``dag_probs`` has the wrong length.
+        TypeError: ``dags`` is not a :class:`DAGTable`.
+        ValueError: ``dag_probs`` has the wrong length or is not a probability vector (finite,
+            ``>= 0``, summing to 1 within ``max(1e-3, 16 eps)``; integers are converted to float),
+            or ``dags.mec`` holds a class id outside ``[0, num_mecs)`` (never dropped).
 
     References:
         A. Karimi Mamaghan et al., "Challenges and considerations in the evaluation of Bayesian causal discovery", ICML 2024.
@@ -268,7 +298,8 @@ def mec_distribution(dag_probs: Float[Array, " num_dags"], dags: DAGTable) -> Fl
         >>> sorted(mec_distribution(np.full(3, 1 / 3), enumerate_dags(2)).tolist())  # doctest: +NUMBER
         [0.333, 0.667]
     """
-    if np.shape(dag_probs) != (dags.parents.shape[0],):
-        raise ValueError(expected("dag_probs", f"shape [{dags.parents.shape[0]}]", f"shape {np.shape(dag_probs)}",
-                                  raw=True))
-    return _segment_sum(jnp.asarray(dag_probs), jnp.asarray(dags.mec), num_segments=int(dags.num_mecs))
+    from .posterior import _check_dags
+
+    dags = _check_dags(dags)
+    p = check_prob_vector(dag_probs, "dag_probs", dags.parents.shape[0], "dags.parents")
+    return _segment_sum(p, jnp.asarray(dags.mec), num_segments=int(dags.num_mecs))

@@ -33,7 +33,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_bool, check_int, check_scalar, expected, is_concrete
+from jaxcore._util import check_bool, check_finite, check_int, check_scalar, expected, is_concrete
 
 __all__ = [
     "MAX_TABLE_D",
@@ -144,6 +144,9 @@ class ScoreTable(eqx.Module):
             if other.d != self.d:
                 raise ValueError(expected("other", f"a ScoreTable with d={self.d}", f"d={other.d}", raw=True))
             return ScoreTable(self.table + other.table, min(self.max_parents, other.max_parents))
+        if np.shape(other) != tuple(self.table.shape) or isinstance(other, (str, bytes)) or other is None:
+            raise ValueError(expected("other", f"a ScoreTable or an array of shape {tuple(self.table.shape)}",
+                                      f"{type(other).__name__} of shape {np.shape(other)}", raw=True))
         return ScoreTable(self.table + jnp.asarray(other), self.max_parents)
 
     __radd__ = __add__
@@ -173,7 +176,11 @@ def check_data(data, name: str = "data", *, discrete: bool = False) -> np.ndarra
         ValueError: wrong rank, empty, NaN/inf entries, or (discrete) negative / non-integer values.
         TypeError: non-numeric dtype.
     """
+    if data is None:
+        raise TypeError(expected(name, "a numeric array [N, d]", "None", raw=True))
     arr = np.asarray(data)
+    if arr.dtype.name == "bfloat16" or arr.dtype == np.float16:
+        arr = arr.astype(np.float32)  # half precision: widened (the scorers compute in float32)
     if arr.dtype.kind not in "biuf":
         raise TypeError(expected(name, "a numeric array", f"dtype {arr.dtype}", raw=True))
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
@@ -190,7 +197,6 @@ def check_data(data, name: str = "data", *, discrete: bool = False) -> np.ndarra
     return arr
 
 
-@functools.lru_cache(maxsize=64)
 def parent_set_list(d: int, max_parents: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """All (node, compressed parent index) pairs with at most ``max_parents`` parents.
 
@@ -212,6 +218,11 @@ def parent_set_list(d: int, max_parents: int | None = None) -> tuple[np.ndarray,
     """
     d = check_int(d, "d", 1, MAX_TABLE_D)
     k = d - 1 if max_parents is None else min(check_int(max_parents, "max_parents", 0), d - 1)
+    return _parent_set_list(d, k)
+
+
+@functools.lru_cache(maxsize=64)
+def _parent_set_list(d: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     pop = _popcounts(d)
     keep = np.arange(1 << (d - 1), dtype=np.int64)[pop <= k].astype(np.int32)
     nodes = np.repeat(np.arange(d, dtype=np.int32), keep.size)
@@ -249,7 +260,13 @@ def _check_max_parents(max_parents, d):
 
 
 def _float_data(data):
-    x = jnp.asarray(data)
+    """Data as a float array: integers to the default float; float16 / bfloat16 to float32 (no
+    half-precision Cholesky in LAPACK, and the log-determinants need the range)."""
+    x = data if isinstance(data, jax.Array) else jnp.asarray(np.asarray(data).astype(np.float32)
+                                                             if np.asarray(data).dtype.name == "bfloat16"
+                                                             else data)
+    if x.dtype == jnp.float16 or x.dtype == jnp.bfloat16:
+        return x.astype(jnp.float32)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(jnp.result_type(float))
     return x
@@ -318,10 +335,13 @@ def bge_local_scores(
 
     Returns:
         :class:`ScoreTable` of ``[d, 2**(d-1)]`` log marginal likelihoods (nats), dtype of ``data``
-        (float32 unless x64 data).
+        (float32 unless x64 data; float16 / bfloat16 data are computed and returned in float32,
+        integer data in the default float).
 
     Raises:
-        ValueError: data not ``[N, d]`` or not finite; ``alpha_mu <= 0``; ``alpha_w <= d + 1``.
+        ValueError: data not ``[N, d]`` or not finite; ``alpha_mu <= 0``; ``alpha_w <= d + 1``
+            (NaN / inf hyper-parameters fail every check); ``mean_prior`` not ``[d]`` finite.
+        TypeError: non-numeric ``data`` (None included) or hyper-parameters.
 
     References:
         D. Geiger, D. Heckerman, "Parameter priors for directed acyclic graphical
@@ -348,9 +368,15 @@ def bge_local_scores(
     _check_max_parents(max_parents, d)
     x = _float_data(data)
     dtype = x.dtype
-    nu = jnp.zeros((d,), dtype) if mean_prior is None else jnp.asarray(mean_prior, dtype)
-    if nu.shape != (d,):
-        raise ValueError(expected("mean_prior", f"shape [{d}]", f"shape {nu.shape}", raw=True))
+    if mean_prior is None:
+        nu = jnp.zeros((d,), dtype)
+    else:
+        if isinstance(mean_prior, (str, bytes)) or np.asarray(mean_prior).dtype.kind not in "biufV":
+            raise TypeError(expected("mean_prior", "a real array [d]", type(mean_prior).__name__, raw=True))
+        nu = _float_data(mean_prior).astype(dtype)
+        check_finite(nu, "mean_prior")
+        if nu.shape != (d,):
+            raise ValueError(expected("mean_prior", f"shape [{d}]", f"shape {nu.shape}", raw=True))
     t = alpha_mu * (alpha_w - d - 1.0) / (alpha_mu + 1.0)
     table = _bge_table(x, nu, alpha_mu, alpha_w, t, max_parents)
     return ScoreTable(table, max_parents)
@@ -417,10 +443,13 @@ def nig_local_scores(
         max_parents: in-degree bound.
 
     Returns:
-        :class:`ScoreTable` of ``[d, 2**(d-1)]`` log marginal likelihoods (nats).
+        :class:`ScoreTable` of ``[d, 2**(d-1)]`` log marginal likelihoods (nats), dtype of
+        ``data`` (float16 / bfloat16 data computed and returned in float32, integers in the
+        default float).
 
     Raises:
-        ValueError: bad data or non-positive hyper-parameters.
+        ValueError: bad data, or hyper-parameters not finite and > 0 (NaN / inf refused).
+        TypeError: non-numeric ``data`` (None included) or hyper-parameters.
 
     References:
         K. P. Murphy, "Conjugate Bayesian analysis of the Gaussian distribution",
@@ -502,7 +531,9 @@ def bdeu_local_scores(
         (float64 under x64).
 
     Raises:
-        ValueError: bad data, codes out of range, ``ess <= 0``.
+        ValueError: bad data, codes out of range, ``arities`` not ints >= 1 of length d,
+            ``ess`` not finite and > 0.
+        TypeError: non-numeric ``data`` or ``arities``.
 
     References:
         W. Buntine, "Theory refinement on Bayesian networks", UAI 1991;
@@ -516,7 +547,16 @@ def bdeu_local_scores(
         >>> bdeu_local_scores(x, [2, 2, 2]).table.shape
         (3, 4)
     """
-    arities = tuple(int(r) for r in np.asarray(arities).reshape(-1))
+    if arities is None or isinstance(arities, (str, bytes)):
+        raise TypeError(expected("arities", "a sequence of ints (states per variable)", type(arities).__name__,
+                                 raw=True))
+    ar = np.asarray(arities)
+    if ar.ndim != 1 or ar.dtype.kind not in "iu" and not (ar.dtype.kind == "f" and np.all(ar == np.round(ar))):
+        raise TypeError(expected("arities", "a 1-d sequence of ints", f"{ar.dtype} array of shape {ar.shape}",
+                                 raw=True))
+    if ar.size and (not np.all(np.isfinite(ar)) or ar.min() < 1):
+        raise ValueError(expected("arities", "ints >= 1", f"minimum {ar.min()!r}", raw=True))
+    arities = tuple(int(r) for r in ar)
     if is_concrete(data):
         arr = check_data(data, discrete=True)
         if arr.shape[1] != len(arities):

@@ -71,6 +71,10 @@ def random_linear_gaussian_network(
     vlo, vhi = (check_scalar(v, "variance_range", positive=True) for v in variance_range)
     if vlo > vhi:
         raise ValueError(expected("variance_range", "(low, high) with low <= high", tuple(variance_range)))
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer, np.random.Generator)):
+        raise TypeError(expected("seed", "an int or a numpy Generator", type(seed).__name__, raw=True))
+    if not isinstance(seed, np.random.Generator):
+        seed = check_int(seed, "seed", 0)
     rng = np.random.default_rng(seed)
     a = np.triu((rng.random((d, d)) < p).astype(np.int32), 1)
     perm = rng.permutation(d)

@@ -42,8 +42,8 @@ def test_cyclic_and_degenerate_samples_rejected():
     with pytest.raises(ValueError, match="sum to > 0"):
         make_samples(np.zeros((2, 3, 3)), np.zeros(2))
     dags = enumerate_dags(3)
-    bad = DAGSamples(cyc, np.full(2, 0.5))  # bypasses make_samples
     with pytest.raises(ValueError, match=r"adjacency\[1\]: expected a DAG"):
+        bad = DAGSamples(cyc, np.full(2, 0.5))  # the constructor checks concrete fields now
         dag_distribution(bad, dags)
     q = np.asarray(dag_distribution(DAGSamples(cyc, np.array([1.0, 0.0])), dags))  # zero-weight cyclic draw ignored
     np.testing.assert_allclose(q.sum(), 1.0)
