@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcore._util import expected, is_concrete
+from jaxcore._util import error_if, expected, is_concrete
 from jaxcore._util.checks import describe
 
 
@@ -69,6 +69,9 @@ def check_prob_vector(p, name: str, n: int | None = None, like: str | None = Non
         s = float(h.sum())
         if abs(s - 1.0) > _sum_tol(a.dtype):
             raise ValueError(expected(name, "probabilities summing to 1", f"sum {s!r}", raw=True))
+    else:  # traced (under jit): one run-time check, outside any loop
+        bad = jnp.any(~jnp.isfinite(a) | (a < 0)) | (jnp.abs(jnp.sum(a) - 1.0) > _sum_tol(a.dtype))
+        a = error_if(a, bad, name, "probabilities (finite, >= 0, summing to 1)")
     return a
 
 

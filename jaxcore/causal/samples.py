@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_int, expected, is_concrete
+from jaxcore._util import check_int, error_if, expected, is_concrete
 
 from ._checks import check_prob_vector, float_array, host_array
 from .enumerate import DAGTable, _dag_keys
@@ -130,7 +130,9 @@ def make_samples(adjacency: Int[Array, "n d d"], weights: Float[Array, " n"] | N
                 raise ValueError(expected("weights", "finite, non-negative values that sum to > 0",
                                           f"sum {wn.sum()!r}", raw=True))
             w = jnp.asarray(wn / wn.sum(), w.dtype)  # normalised in float64: no overflow of the sum
-        else:
+        else:  # traced: checked at run time (once, not in a loop)
+            w = error_if(w, jnp.any(~jnp.isfinite(w) | (w < 0)) | ~(jnp.sum(w) > 0), "weights",
+                         "finite, non-negative values that sum to > 0")
             w = w / jnp.sum(w)
     return DAGSamples(a, w)
 

@@ -226,3 +226,18 @@ def test_shape_and_none_arguments_named(x):
         causal.mmd_hamming(causal.make_samples(np.zeros((1, 2, 2))), causal.make_samples(np.zeros((2, 2, 2))))
     with pytest.raises(ValueError, match="^targets: expected"):
         causal.interventional_nll(causal.make_samples(np.zeros((1, 2, 2))), x[:, :2], x[:5, :2], np.array([2, 0]))
+
+
+# --- run-time checks under jit ---------------------------------------------------------------
+
+
+def test_traced_probabilities_and_weights_checked_at_run_time():
+    import jax
+
+    tv = jax.jit(causal.total_variation)
+    assert float(tv(jnp.array([0.5, 0.5]), jnp.array([1.0, 0.0]))) == pytest.approx(0.5)
+    with pytest.raises(Exception, match="p: expected probabilities"):
+        tv(jnp.array([2.0, 2.0]), jnp.array([0.5, 0.5]))
+    mk = jax.jit(causal.make_samples)
+    with pytest.raises(Exception, match="weights: expected"):
+        mk(jnp.zeros((2, 2, 2), jnp.int32), jnp.array([-1.0, 2.0]))
