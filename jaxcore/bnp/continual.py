@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxcore._util import check_choice, check_int, check_scalar, expected
@@ -87,8 +88,22 @@ def average_accuracy(acc):
     return _average_accuracy_jit(acc)
 
 
+def _array(x, name):
+    """``x`` as a JAX array; TypeError naming ``name`` for None and non-numeric data."""
+    if x is None:
+        raise TypeError(expected(name, "an array", "None", raw=True))
+    a = np.asarray(x) if not isinstance(x, jax.Array) else x
+    if a.dtype.kind not in "biuf" and a.dtype.name != "bfloat16":
+        raise TypeError(expected(name, "a real or bool array", f"dtype {a.dtype}", raw=True))
+    return jnp.asarray(a)
+
+
 def _check_accuracy(acc, min_tasks=1):
-    acc = jnp.asarray(acc)
+    acc = _array(acc, "acc")
+    if jnp.issubdtype(acc.dtype, jnp.floating) and jnp.finfo(acc.dtype).bits < 32:
+        acc = acc.astype(jnp.float32)  # half precision averaged in float32
+    elif not jnp.issubdtype(acc.dtype, jnp.floating):
+        acc = acc.astype(jnp.result_type(float))  # integer / bool accuracies become the default float
     if acc.ndim < 2 or acc.shape[-1] != acc.shape[-2] or acc.shape[-1] < min_tasks:
         what = f"an accuracy matrix [..., T, T] with at least {min_tasks} task{'s' if min_tasks > 1 else ''}"
         raise ValueError(expected("acc", what, f"shape {acc.shape}", raw=True))
@@ -165,7 +180,7 @@ def active_depth(masks, layer_ndim: int = 2):
 
 def _check_masks(masks, layer_ndim):
     layer_ndim = check_int(layer_ndim, "layer_ndim", 0)
-    masks = jnp.asarray(masks)
+    masks = _array(masks, "masks")
     if masks.ndim < layer_ndim + 1:
         raise ValueError(expected("masks", f"an array with at least {layer_ndim + 1} axes [..., K, *layer_shape]",
                                   f"shape {masks.shape}", raw=True))
@@ -234,7 +249,7 @@ def mask_union(masks, num_tasks=None):
         >>> mask_union(masks, 2)
         Array([ True, False], dtype=bool)
     """
-    masks = jnp.asarray(masks)
+    masks = _array(masks, "masks")
     if masks.ndim < 1:
         raise ValueError(expected("masks", "an array [T, K, ...]", f"shape {masks.shape}", raw=True))
     if num_tasks is not None and not isinstance(num_tasks, jax.core.Tracer):

@@ -219,8 +219,11 @@ def stick_breaking_log_weights(nu: jax.Array) -> jax.Array:
         >>> stick_breaking_log_weights(jnp.array([0.5, 0.5, 0.5]))
         Array([-0.693..., -1.386..., -2.079...], dtype=float32)
     """
+    nu = float_arg(nu, "nu")
+    if nu.ndim < 1:
+        raise ValueError(expected("nu", "an array [..., K] with at least one axis", f"shape {nu.shape}", raw=True))
     check_range(nu, "nu", 0.0, 1.0, low_open=True)
-    return _stick_breaking_log_weights_jit(jnp.asarray(nu, jnp.result_type(nu, float)))
+    return _stick_breaking_log_weights_jit(nu)
 
 
 def _stick_breaking_log_weights(nu):
