@@ -292,7 +292,7 @@ def conv3x3(h: Float[Array, "N H W I"], w: Float[Array, "3 3 I O"]) -> Float[Arr
         ``[N, H, W, O]`` in the inputs' dtype.
 
     Raises:
-        TypeError: ``h`` or ``w`` not a float array.
+        TypeError: ``h`` or ``w`` not a float array, or of different dtypes.
         ValueError: ``h`` not 4-d, ``w`` not ``[3, 3, I, O]`` with ``I`` the channels of ``h``.
 
     References:
@@ -308,6 +308,8 @@ def conv3x3(h: Float[Array, "N H W I"], w: Float[Array, "3 3 I O"]) -> Float[Arr
     """
     h = as_array(h, "h", finite=False)  # no host read of the values: called per layer
     w = as_array(w, "w", finite=False)
+    if w.dtype != h.dtype:
+        raise TypeError(expected("w", f"h's dtype {h.dtype}", f"dtype {w.dtype}", raw=True))
     if h.ndim != 4:
         raise ValueError(expected("h", "activations [N, H, W, I]", f"shape {tuple(h.shape)}", raw=True))
     if w.ndim != 4 or w.shape[:2] != (3, 3) or w.shape[2] != h.shape[-1]:

@@ -81,7 +81,7 @@ def _check_nonnegative(value, name: str, *, positive: bool = False):
 
 
 def _check_sigma_y(value):
-    return _check_nonnegative(value, "sigma_y", positive=True)
+    return _check_scalar_level(value, "sigma_y", positive=True)
 
 
 def _check_image_shape(x, shape: tuple[int, ...], name: str, channels: int | None):
@@ -181,7 +181,7 @@ class Identity(AbstractOperator):
         y = _check_any_image(y, "y")
         if z.shape != y.shape:
             raise ValueError(expected("y", f"z's shape {tuple(z.shape)}", f"shape {tuple(y.shape)}", raw=True))
-        r = _check_nonnegative(tau, "tau") / _check_sigma_y(sigma_y) ** 2
+        r = _check_scalar_level(tau, "tau") / _check_sigma_y(sigma_y) ** 2
         return ((z + r * y) / (1 + r)).astype(z.dtype)
 
 
@@ -276,7 +276,7 @@ class Blur(AbstractOperator):
     def data_prox(self, z, y, sigma_y, tau):
         z = _check_image_shape(z, self.shape, "z", self.channels)
         y = _check_image_shape(y, self.shape, "y", self.channels)
-        r = _check_nonnegative(tau, "tau") / _check_sigma_y(sigma_y) ** 2
+        r = _check_scalar_level(tau, "tau") / _check_sigma_y(sigma_y) ** 2
         work = compute_dtype(z.dtype)
         r = jnp.asarray(r, work)
         zf = jnp.fft.rfft2(z.astype(work), axes=(-3, -2))
@@ -342,7 +342,7 @@ class Inpainting(AbstractOperator):
     def data_prox(self, z, y, sigma_y, tau):
         z = self._check(z, "z")
         y = self._check(y, "y")
-        r = _check_nonnegative(tau, "tau") / _check_sigma_y(sigma_y) ** 2
+        r = _check_scalar_level(tau, "tau") / _check_sigma_y(sigma_y) ** 2
         work = compute_dtype(z.dtype)
         m = self.mask.astype(work)
         r = jnp.asarray(r, work)
@@ -618,8 +618,8 @@ def add_gaussian_noise(key: PRNGKeyArray, x: Float[Array, "*batch H W C"], sigma
     return _add_gaussian_noise(key, x, sigma)
 
 
-def _check_scalar_level(value, name: str):
-    value = _check_nonnegative(value, name)
+def _check_scalar_level(value, name: str, *, positive: bool = False):
+    value = _check_nonnegative(value, name, positive=positive)
     if value.ndim != 0:
         raise ValueError(expected(name, "a scalar", f"shape {tuple(value.shape)}", raw=True))
     return value
