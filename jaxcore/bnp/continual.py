@@ -371,8 +371,10 @@ def run_continual(keys, method: str, model: AdaptiveMLP, tasks, config: Continua
         :class:`ContinualResult` with a leading ``[seeds]`` axis.
 
     Raises:
-        ValueError: unknown method, an invalid budget, or data whose width does not match the model.
-        TypeError: ``keys`` not a 1-d batch of PRNG keys, ``model`` not an AdaptiveMLP.
+        ValueError: unknown method, an invalid budget, data whose width does not match the model, more
+            tasks than ``model.num_heads``, or labels outside ``[0, num_classes)``.
+        TypeError: ``keys`` not a 1-d batch of PRNG keys (a single key included: use
+            ``jax.random.split(key, seeds)``), ``model`` not an AdaptiveMLP, ``config`` not a ContinualConfig.
 
     References:
         Thapa & Li, "Bayesian Adaptation of Network Depth and Width for Continual

@@ -548,7 +548,8 @@ class AdaptiveMLP(eqx.Module):
             per datum), ``kl`` (total, nats) and ``accuracy`` (of the sampled networks).
 
         Raises:
-            ValueError / TypeError: ``x``/``y`` shapes, ``num_samples`` or ``key``.
+            ValueError / TypeError: ``x``/``y`` shapes, ``num_samples`` or ``key``; concrete labels
+                outside ``[0, num_classes)`` or a concrete ``task`` outside ``[0, num_heads)``.
 
         References:
             Thapa & Li, ICML 2024, eq. (7) (the relaxed ELBO); Nguyen et al., ICLR 2018, eq. (4).
@@ -667,7 +668,7 @@ class AdaptiveMLP(eqx.Module):
             logits ``[B, C]`` float.
 
         Raises:
-            ValueError: ``x`` or ``masks`` of the wrong shape.
+            ValueError: ``x`` or ``masks`` of the wrong shape, a concrete ``task`` outside ``[0, num_heads)``.
         """
         self._check_x(x)
         check_shape(masks, "masks", self.mask_shape())
@@ -866,7 +867,9 @@ def make_svi_step(optimizer: optax.GradientTransformation, num_samples: int, kl_
 
     Raises:
         TypeError / ValueError: ``num_samples`` not an int >= 1, ``optimizer`` not an optax
-            transformation; the step raises for a bad key or shapes.
+            transformation; the step raises for a bad key or shapes, and for concrete labels outside
+            ``[0, num_classes)`` or a concrete ``task`` outside ``[0, num_heads)`` (host checks only:
+            the compiled step has no run-time checks).
 
     References:
         Thapa & Li, ICML 2024, Sec. 3.3 (training); Kingma & Ba, "Adam", ICLR 2015.
@@ -981,7 +984,11 @@ def fit(
     Raises:
         ValueError / TypeError: ``num_steps``, ``batch_size`` or ``num_samples`` not a positive int,
             ``y`` not one label per row of ``x``, a concrete ``num_valid`` outside ``[1, N_max]``,
-            a bad key or progress.
+            labels (of the first ``num_valid`` rows) that are not integers in ``[0, num_classes)``,
+            a ``task`` outside ``[0, num_heads)`` (never clamped), a ``learning_rate`` that is not
+            finite and > 0 or a ``kl_weight`` not finite and >= 0, a bad key or progress. Traced
+            ``learning_rate``, ``kl_weight`` and ``task`` are checked once at run time
+            (``equinox.error_if``) before the training scan, never inside it.
 
     References:
         Thapa & Li, ICML 2024, Sec. 3.3; Kingma & Ba, "Adam", ICLR 2015.
