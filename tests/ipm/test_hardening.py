@@ -219,7 +219,7 @@ def test_inner_costs_scaled_back():
     "call, exc, name",
     [
         (lambda: wasserstein_1d(None, X2), TypeError, "x"),
-        (lambda: wasserstein_1d(X2, jnp.zeros((2, 2))), ValueError, "y"),
+        (lambda: wasserstein_1d(X2, jnp.zeros((2, 2))), ValueError, "x, y"),
         (lambda: wasserstein_1d(X2, np.array([True, False])), TypeError, "y"),
         (lambda: w1_empirical(None, X2), TypeError, "u"),
         (lambda: w1_empirical(jnp.zeros((2, 2)), jnp.zeros((3, 2))), ValueError, "u, v"),
