@@ -32,7 +32,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_bool, check_finite, check_key, check_scalar, describe, error_if, expected, is_concrete
+from jaxcore._util import check_bool, check_finite, check_int, check_key, check_scalar, describe, error_if, expected, is_concrete
 
 PyTree = Any
 #: A radius: a float ``>= 0`` or an optax schedule ``count -> rho`` (``optax.Schedule``).
@@ -317,6 +317,8 @@ def rho_at(rho: Radius, count: Int[Array, ""] | int) -> Float[Array, ""]:
     if not eqx.is_array_like(count) or not jnp.issubdtype(jnp.result_type(count), jnp.integer) \
             or isinstance(count, bool) or jnp.ndim(count) != 0:
         raise TypeError(expected("count", "an int scalar (the step count)", count))
+    if is_concrete(count):
+        check_int(count, "count", minimum=0)
     out = _rho_at_jit(rho if callable(rho) else _as_scalar(rho), _as_scalar(count))
     if callable(rho):  # a schedule's value: the radius it gives must be >= 0 too
         if jnp.ndim(out) != 0:

@@ -112,7 +112,7 @@ def hessian_vector_product(
         loss_fn: ``loss_fn(params, model_state, batch) -> (loss, aux)``, scalar ``loss``.
         params: point ``w`` at which the Hessian is taken (pytree of float arrays).
         batch: data (pytree).
-        v: tangent pytree like ``params``.
+        v: tangent pytree like ``params`` (each leaf cast to the dtype of its ``params`` leaf).
         model_state: passed to ``loss_fn`` unchanged (default None).
 
     Returns:
@@ -137,6 +137,8 @@ def hessian_vector_product(
     _check_tree(params, "params")
     _check_tree(v, "v")
     _same_structure(params, v, "params", "v")
+    # The tangent takes each parameter leaf's dtype (jvp needs equal dtypes; documented).
+    v = jax.tree.map(lambda p, t: jnp.asarray(t).astype(jnp.result_type(p)), params, v)
     return _hvp_jit(loss_fn, params, batch, v, model_state)
 
 

@@ -41,7 +41,9 @@ from .perturbations import (
     _asam_perturbation,
     _check_radius,
     _check_real,
+    _check_tree,
     _checked_value,
+    _same_structure,
     _rho_at,
     _safe_normalize,
     _sam_perturbation,
@@ -80,6 +82,7 @@ def normalize() -> optax.GradientTransformation:
 
     def update_fn(updates, state, params=None):
         del params
+        _check_tree(updates, "updates")  # trace-time check: no run-time cost
         out, _ = _safe_normalize(updates)
         return out, state
 
@@ -121,6 +124,7 @@ def sam_adversary(rho: float) -> optax.GradientTransformation:
 
     def update_fn(updates, state, params=None):
         del params
+        _check_tree(updates, "updates")
         eps = _sam_perturbation(updates, rho)
         return jax.tree.map(jnp.negative, eps), state
 
@@ -165,6 +169,9 @@ def asam_adversary(rho: float, eta: float = 0.01, weight_mask: Any = None) -> op
         if params is None:
             raise ValueError(expected("params", "the parameters (asam_adversary's update needs T = |w| + eta)",
                                       None))
+        _check_tree(updates, "updates")
+        _check_tree(params, "params")
+        _same_structure(updates, params, "updates", "params")
         eps = _asam_perturbation(updates, params, rho, eta, weight_mask)
         return jax.tree.map(jnp.negative, eps), state
 
@@ -276,6 +283,8 @@ def sharpness_aware_transform(
         if params is None:
             raise ValueError(expected("params", "the parameters (sharpness_aware_transform's update needs them)",
                                       None))
+        _check_tree(updates, "updates")
+        _same_structure(params, updates, "params", "updates")
 
         def ascent(_):
             if state.key is None:
