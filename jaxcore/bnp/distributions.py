@@ -157,11 +157,13 @@ def gamma_rsample(key, a, shape=None):
         shape: output shape (default ``a``'s shape); broadcastable with ``a``.
 
     Returns:
-        draws ``[*shape]`` float (``a``'s float dtype), differentiable in ``a``.
+        draws ``[*shape]`` float (``a``'s float dtype; integers become the default float, float16 and
+        bfloat16 are drawn in float32 and cast back), differentiable in ``a``.
 
     Raises:
-        TypeError: ``key`` is not a PRNG key.
-        ValueError: a concrete ``a`` that is not finite and > 0.
+        TypeError: ``key`` is not a PRNG key, ``a`` not real numeric data, ``shape`` not a tuple of ints.
+        ValueError: a concrete ``a`` that is not finite and > 0, a ``shape`` with a negative entry or
+            one that ``a`` does not broadcast to.
 
     References:
         Marsaglia & Tsang, "A simple method for generating gamma variables", ACM
@@ -175,9 +177,22 @@ def gamma_rsample(key, a, shape=None):
         ((1000,), True)
     """
     check_key(key)
+    a = float_arg(a, "a")
     check_positive(a, "a")
-    a = jnp.asarray(a, jnp.result_type(a, float))
-    shape = jnp.shape(a) if shape is None else tuple(int(n) for n in shape)
+    if shape is None:
+        shape = jnp.shape(a)
+    else:
+        if isinstance(shape, (int, np.integer)) or not hasattr(shape, "__iter__"):
+            raise TypeError(expected("shape", "a tuple of ints", type(shape).__name__, raw=True))
+        shape = tuple(check_int(n, "shape", 0) for n in shape)
+        try:
+            if jnp.broadcast_shapes(jnp.shape(a), shape) != shape:
+                raise ValueError
+        except ValueError:
+            raise ValueError(expected("shape", f"a shape that a's shape {jnp.shape(a)} broadcasts to",
+                                      shape, raw=True)) from None
+    if jnp.finfo(a.dtype).bits < 32:  # half precision: drawn in float32 (its uniforms need 23 bits), cast back
+        return _gamma_rsample_jit(key, a.astype(jnp.float32), shape).astype(a.dtype)
     return _gamma_rsample_jit(key, a, shape)
 
 

@@ -28,7 +28,7 @@ FUZZED = {
     "kl_beta": "a1, b1, a2, b2: dtypes x values x shapes (mismatched (3,) vs (4,))",
     "kl_normal": "loc1, scale1, loc2, scale2: dtypes x values x shapes",
     "kl_relaxed_bernoulli_mc": "key, q_logits, temperature, num_samples: dtypes x values, int keys",
-    "gamma_rsample": "key, a: dtypes x values x shapes, int keys",
+    "gamma_rsample": "key, a: dtypes x values x shapes, int keys (shape: tests/bnp/test_hardening.py)",
     "stick_breaking_log_weights": "nu: dtypes x values (incl. > 1) x shapes",
     "bernoulli_process_logits": "log_pi, gamma: dtypes x values x shapes (mismatched)",
     "ibp_sample": "key, alpha, num_customers, max_features: values, int sizes <= 0, floats",

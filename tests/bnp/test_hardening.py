@@ -214,3 +214,23 @@ def test_run_continual_single_key_more_tasks_than_heads_and_labels():
         bnp.run_continual(keys, "finetune", tmpl, _tasks(2, label=2), cfg)
     with pytest.raises(TypeError, match=r"^config: expected a ContinualConfig"):
         bnp.run_continual(keys, "finetune", tmpl, _tasks(), {"num_steps": 2})
+
+
+def test_gamma_rsample_shape_and_half_precision():
+    with pytest.raises(ValueError, match=r"^shape: expected an int >= 0, got -1"):
+        bnp.gamma_rsample(jax.random.key(0), 2.0, (-1,))
+    with pytest.raises(ValueError, match=r"^shape: expected a shape that a's shape \(3,\) broadcasts to"):
+        bnp.gamma_rsample(jax.random.key(0), jnp.ones(3), (4,))
+    with pytest.raises(TypeError, match=r"^shape: expected a tuple of ints"):
+        bnp.gamma_rsample(jax.random.key(0), 2.0, 3)
+    x = bnp.gamma_rsample(jax.random.key(0), jnp.asarray(2.0, jnp.float16), (4000,))
+    assert x.dtype == jnp.float16 and abs(float(x.astype(jnp.float32).mean()) - 2.0) < 0.1
+
+
+def test_metrics_refuse_none_and_scalar_sticks():
+    with pytest.raises(TypeError, match=r"^acc: expected an array, got None"):
+        bnp.average_accuracy(None)
+    with pytest.raises(TypeError, match=r"^masks: expected an array, got None"):
+        bnp.mask_union(None)
+    with pytest.raises(ValueError, match=r"^nu: expected an array \[\.\.\., K\]"):
+        bnp.stick_breaking_log_weights(0.5)
