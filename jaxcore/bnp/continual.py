@@ -301,8 +301,10 @@ class ContinualConfig(_ContinualConfigFields):
 
     __slots__ = ()
 
-    def __new__(cls, *args, **kwargs):
-        self = super().__new__(cls, *args, **kwargs)
+    def __new__(cls, num_steps: int = 400, batch_size: int = 64, num_samples: int = 4, learning_rate: float = 1e-3,
+                kl_weight: float = 1.0, ewc_lambda: float = 100.0, num_fisher_samples: int = 256):
+        self = super().__new__(cls, num_steps, batch_size, num_samples, learning_rate, kl_weight, ewc_lambda,
+                               num_fisher_samples)
         for name in ("num_steps", "batch_size", "num_samples", "num_fisher_samples"):
             check_int(getattr(self, name), f"config.{name}", 1)
         check_scalar(self.learning_rate, "config.learning_rate", positive=True)
