@@ -17,6 +17,10 @@ at least float32 so that bfloat16 parameters work.
 Every public function validates its arguments on the host and runs one
 module-level compiled program (``eqx.filter_jit``); the ``_``-prefixed
 implementations are the traced building blocks the trainer composes.
+The functional API checks what the classes check: a radius, ``eta``, ``alpha`` or
+``gamma`` that is negative, NaN or infinite raises ValueError on the host, and, when
+it is traced (a call inside ``jit``), at run time through ``error_if``, once, before
+the compiled program (never inside a training loop's body).
 """
 
 from __future__ import annotations
@@ -218,7 +222,9 @@ def global_norm(tree: PyTree) -> Float[Array, ""]:
     """Euclidean norm ``sqrt(sum_i ||x_i||^2)`` of a pytree, accumulated in >= float32.
 
     Safe at zero: the value is 0 and its gradient is 0 (not NaN as with a bare
-    ``sqrt``).
+    ``sqrt``). Stable in float32: where the plain sum of squares underflows (entries
+    near 1e-19 and below) or overflows (near 1e19 and above), the max-abs-scaled form
+    ``m sqrt(sum (x / m)^2)`` is used instead (a ``lax.cond``; the common path is unchanged).
 
     Args:
         tree: pytree of float arrays (bf16, f16, f32 or f64).
@@ -299,7 +305,9 @@ def rho_at(rho: Radius, count: Int[Array, ""] | int) -> Float[Array, ""]:
         The radius (scalar array).
 
     Raises:
-        TypeError, ValueError: ``rho`` is neither a schedule nor a finite number ``>= 0``.
+        TypeError, ValueError: ``rho`` is neither a schedule nor a finite number ``>= 0`` (a
+            schedule's value and a traced ``rho`` are checked too, at run time under ``jit``);
+            ``count`` not an int scalar, or negative.
 
     References:
         Zhuang et al., "Surrogate Gap Minimization Improves Sharpness-Aware
@@ -968,8 +976,10 @@ def obf_alpha(
         ``a``, ``[batch]`` in [0, gamma], float (>= float32).
 
     Raises:
-        ValueError: bad shapes, ``gamma`` outside [0, 1], ``lam`` outside [0, 1).
-        TypeError: float labels of shape ``[batch]``; a non-bool ``sigmoid``.
+        ValueError: bad shapes, ``gamma`` outside [0, 1], ``lam`` outside [0, 1); int labels
+            outside ``[0, classes)`` (checked at run time when traced); one-hot/soft labels
+            negative, not finite or with rows not summing to 1 (within 1e-3).
+        TypeError: float labels of shape ``[batch]``; a non-bool ``sigmoid``; None.
 
     References:
         Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
