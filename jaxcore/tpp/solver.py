@@ -20,7 +20,10 @@ Three integrators:
   Lipschitz constant (:meth:`JumpDiffusion.drift_lipschitz`; the NJDTPP does) switch
   a batch with a step ``h * bound > 1`` (a long gap, e.g. 5e5 time units) to the
   drift-implicit Euler step, stable at any step size, where explicit Euler would
-  oscillate and overflow (a log-likelihood of -inf). The ``tpp.solver_scan_vs_diffrax``
+  oscillate and overflow (a log-likelihood of -inf). The switch is decided on the
+  host from concrete model and batch (under ``jit`` with traced ones, and inside
+  ``train``, explicit Euler: a run-time switch cost the ``tpp.njdtpp_grad``
+  gradient 2x, since reverse mode keeps both branches' residuals). The ``tpp.solver_scan_vs_diffrax``
   benchmark measures it several times faster than the diffrax path at equal
   steps (the fixed-step overhead of diffrax noted in diffrax issue 517).
 - ``method="diffrax"``: ``diffrax.diffeqsolve`` per gap with any solver and
@@ -131,9 +134,9 @@ class JumpDiffusion(eqx.Module):
     def drift_lipschitz(self) -> Array | None:
         """An upper bound of the drift's Lipschitz constant (``None``: unknown, the default).
 
-        With a bound, ``solve(method="scan")`` switches a batch to the drift-implicit Euler
-        step when some step ``h`` has ``h * bound > 1`` (a long gap, where explicit Euler is
-        unstable); without one, explicit Euler always.
+        With a bound, ``solve(method="scan")`` on a concrete model and batch switches to the
+        drift-implicit Euler step when some step ``h`` has ``h * bound > 1`` (a long gap, where
+        explicit Euler is unstable); without one (or traced), explicit Euler.
         """
         return None
 
@@ -393,11 +396,19 @@ def _solve_args(dynamics, batch, key, method="scan", num_substeps=10, convention
                                         f"method={method!r})", type(solver if solver is not None
                                                                    else stepsize_controller).__name__, raw=True))
     dynamics = dynamics._checked()
-    return dynamics, batch, key, method, n, convention, solver, stepsize_controller, max_steps, brownian_tol
+    # drift-implicit Euler when some step is too long for explicit Euler; decided on the host from
+    # concrete values (a static setting: the differentiated program holds one branch only)
+    implicit = False
+    if method == "scan" and is_concrete(dynamics, batch):
+        lip = dynamics.drift_lipschitz()
+        if lip is not None:
+            implicit = bool(float(_max_gap(batch, convention)) / n * float(lip) > 1.0)
+    return dynamics, batch, key, method, n, convention, solver, stepsize_controller, max_steps, brownian_tol, implicit
 
 
 @eqx.filter_jit
-def _solve_batch(dynamics, batch, key, method, n, convention, solver, controller, max_steps, bm_tol):
+def _solve_batch(dynamics, batch, key, method, n, convention, solver, controller, max_steps, bm_tol,
+                 implicit=False):
     """The validated solve, compiled as one program (arrays traced, settings static); vmapped over sequences."""
     keys = jax.random.split(key, batch.num_sequences) if key is not None else None
     in_key = 0 if keys is not None else None
@@ -408,12 +419,7 @@ def _solve_batch(dynamics, batch, key, method, n, convention, solver, controller
             controller=controller, max_steps=max_steps, bm_tol=bm_tol, implicit=implicit)
         return jax.vmap(fn, in_axes=(0, 0, 0, 0, in_key))(batch.times, batch.marks, batch.mask, batch.T, keys)
 
-    lip = dynamics.drift_lipschitz() if method == "scan" else None
-    if lip is None:
-        return run(False)
-    # one batch-level switch (not per step): explicit Euler unless some Euler step is too long for it
-    stiff = _max_gap(batch, convention) / n * lip > 1.0
-    return jax.lax.cond(stiff, lambda: run(True), lambda: run(False))
+    return run(implicit)
 
 
 def _max_gap(batch: EventBatch, convention: str) -> Array:
