@@ -383,4 +383,4 @@ _DEEP = [test_fuzz_kl_beta, test_fuzz_kl_normal, test_fuzz_bernoulli_process_log
 @pytest.mark.slow
 @pytest.mark.parametrize("test", _DEEP, ids=lambda t: t.__name__)
 def test_fuzz_deep(test):
-    settings(max_examples=200)(test)()
+    settings(max_examples=40)(test)()

@@ -272,7 +272,7 @@ def test_fuzz(group):
 @pytest.mark.slow
 @pytest.mark.parametrize("group", sorted(_GROUPS))
 def test_fuzz_deep(group):
-    @settings(max_examples=200)
+    @settings(max_examples=40)
     @given(case=st.sampled_from(_GROUPS[group]), how=st.sampled_from(CORRUPTIONS))
     def run(case, how):
         _check_call(*case, how)

@@ -326,7 +326,7 @@ def test_fuzz(name, data):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FUZZ))
-@settings(max_examples=200)
+@settings(max_examples=40)
 @given(data=st.data())
 def test_fuzz_deep(name, data):
     _run(name, data)

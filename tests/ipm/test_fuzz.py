@@ -403,4 +403,4 @@ def test_fuzz(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FUZZERS))
 def test_fuzz_deep(name):
-    settings(max_examples=200)(given(st.data())(FUZZERS[name]))()
+    settings(max_examples=40)(given(st.data())(FUZZERS[name]))()

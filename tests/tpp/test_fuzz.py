@@ -243,14 +243,14 @@ def test_load_checkpoint_of_a_foreign_file(tmp_path):
 
 
 @pytest.mark.slow
-@settings(max_examples=200)
+@settings(max_examples=40)
 @given(mu=_param, alpha=_param, beta=_param, shared=st.booleans())
 def test_fuzz_hawkes_deep(mu, alpha, beta, shared):
     test_fuzz_hawkes.hypothesis.inner_test(mu, alpha, beta, shared)
 
 
 @pytest.mark.slow
-@settings(max_examples=200)
+@settings(max_examples=40)
 @given(t0=_time, t1=_time, mark=st.sampled_from([0, 1, -1, 2]), dtype=st.sampled_from(DTYPES),
        T=st.sampled_from([1.0, 2.0, 0.5, -1.0, np.nan, np.inf]))
 def test_fuzz_event_batch_deep(t0, t1, mark, dtype, T):
