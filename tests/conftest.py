@@ -65,10 +65,6 @@ def compiles():
 # fixed: each is a real refusal gap that the light profile does not reach. Marked here, in one place, as
 # non-strict xfails with what was found, so the slow run reports them (XFAIL/XPASS) until they are fixed.
 KNOWN_DEEP_FUZZ_FINDINGS = {
-    "tests/inverse/test_fuzz.py::test_fuzz_deep[constant_schedule]":
-        "constant_schedule: a bad sigma (and dtype='a string', a raw NumPy TypeError) is accepted/unclear",
-    "tests/inverse/test_fuzz.py::test_fuzz_deep[operator.data_fidelity]":
-        "data_fidelity: x of another spatial shape than y raises JAX's broadcasting TypeError",
     "tests/bnp/test_fuzz.py::test_fuzz_deep[test_fuzz_bernoulli_process_logits]":
         "bernoulli_process_logits: an int32 input the fuzzer counts invalid is accepted",
     "tests/bnp/test_fuzz.py::test_fuzz_deep[test_fuzz_relaxed_bernoulli]":
@@ -79,8 +75,6 @@ KNOWN_DEEP_FUZZ_FINDINGS = {
         "default_weight_mask: params of a mismatched shape are accepted",
     "tests/sam/test_fuzz.py::test_fuzz_deep[sharpness_aware_transform]":
         "sharpness_aware_transform: updates of a mismatched shape are accepted",
-    "tests/causal/test_fuzz.py::test_fuzz_deep[samplers]":
-        "structure_mcmc(init='a string') raises JAX's raw TypeError instead of naming init",
 }
 
 

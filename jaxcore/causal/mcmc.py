@@ -17,6 +17,7 @@ from jaxcore._util import check_int, check_key, expected
 
 from .dynamic_programming import _subset_lse
 from .graphs import _acyclic_residual, _adj_to_parents, _check_square, _compress, _expand, _is_dag_jit, _parents_to_adj
+from ._checks import host_array
 from .samples import DAGSamples
 from .scores import ScoreTable, as_score_table
 
@@ -167,8 +168,8 @@ def structure_mcmc(
     if init is None:
         p0 = jnp.zeros((num_chains, d), jnp.int32)
     else:
-        a = jnp.asarray(init)
-        _check_square(a, "init")
+        _check_square(init, "init")
+        a = jnp.asarray(host_array(init, "init"))
         if a.shape[-2:] != (d, d) or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[0] != num_chains):
             raise ValueError(expected("init", f"shape [num_chains, d, d] or [d, d] with num_chains={num_chains}, "
                                               f"d={d}", f"shape {a.shape}", raw=True))

@@ -97,6 +97,16 @@ def _check_image_shape(x, shape: tuple[int, ...], name: str, channels: int | Non
     return x
 
 
+def _residual(ax, y):
+    """``A x - y``; ValueError naming ``y`` when its shape does not match the measurement ``A x``."""
+    try:
+        jnp.broadcast_shapes(ax.shape, y.shape)
+    except ValueError:
+        raise ValueError(expected("y", f"a measurement of the shape of A x, {tuple(ax.shape)}",
+                                  f"shape {tuple(y.shape)}", raw=True)) from None
+    return ax - y
+
+
 def _check_any_image(x, name: str):
     x = as_array(x, name)
     if x.ndim < 3:
@@ -137,7 +147,7 @@ class AbstractOperator(eqx.Module):
         """
         sigma_y = _check_sigma_y(sigma_y)
         y = _check_any_image(y, "y")
-        return jnp.sum((self(x) - y) ** 2, axis=(-3, -2, -1)) / (2 * sigma_y**2)
+        return jnp.sum(_residual(self(x), y) ** 2, axis=(-3, -2, -1)) / (2 * sigma_y**2)
 
     def data_grad(self, x, y, sigma_y) -> Array:
         """``grad_x F(x, y) = A^T (A x - y) / sigma_y^2``, same shape as ``x``.
@@ -148,7 +158,7 @@ class AbstractOperator(eqx.Module):
         """
         sigma_y = _check_sigma_y(sigma_y)
         y = _check_any_image(y, "y")
-        return self.adjoint(self(x) - y) / sigma_y**2
+        return self.adjoint(_residual(self(x), y)) / sigma_y**2
 
     @abc.abstractmethod
     def data_prox(self, z, y, sigma_y, tau) -> Array:
