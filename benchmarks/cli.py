@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import fnmatch
 import importlib
 import json
 import pathlib
@@ -36,8 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="configuration overrides")
     p.add_argument("--list", action="store_true", help="list the registered benchmarks and exit")
-    p.add_argument("--suite", metavar="NAME[,NAME]", help="run only these families (e.g. core,tpp)")
-    p.add_argument("--config", metavar="FILE", help="YAML run configuration (default: configs/default.yaml)")
+    p.add_argument("--suite", metavar="NAME[,NAME]",
+                   help="run only these families, benchmarks or globs (e.g. tpp,causal.order_mcmc,'sam.step_*')")
+    p.add_argument("--config", metavar="NAME|FILE",
+                   help="run configuration: smoke, default or full (shipped), or a YAML file (default: default)")
     p.add_argument("--backend", metavar="cpu|gpu|tpu", help="JAX backend to run on (default: JAX's)")
     p.add_argument("--x64", action="store_true", help="enable 64-bit JAX arrays")
     p.add_argument("--repeats", type=int, metavar="N", help="timed repeats per size")
@@ -141,6 +144,34 @@ class Run:
     def add(self, rec: dict[str, Any], section: str = "results") -> None:
         self.doc[section].append(rec)
         self.save()
+
+
+def select(reg: dict[str, Any], wanted: list[str] | None, families: list[str]) -> list[Any]:
+    """The benchmarks ``--suite`` names: whole families (``tpp``), single benchmarks
+    (``tpp.hawkes_loglik``) or shell-style globs over benchmark names (``'causal.*mcmc*'``).
+
+    Raises:
+        UsageError: an entry matches no family and no benchmark (the message lists the families).
+    """
+    if wanted is None:
+        return list(reg.values())
+    chosen: dict[str, Any] = {}
+    for item in wanted:
+        hits = [b for b in reg.values() if b.family == item or fnmatch.fnmatchcase(b.name, item)]
+        if not hits and item not in families:  # a family whose suite failed to import has no benchmarks
+            raise UsageError(f"--suite: expected a family ({', '.join(families)}), a benchmark name or a glob "
+                             f"over benchmark names such as 'causal.*mcmc*', got {item!r} (matches nothing)")
+        chosen.update((b.name, b) for b in hits)
+    return list(chosen.values())
+
+
+def _list_console() -> Any:
+    """A console as wide as the terminal (``COLUMNS`` when set; 100 columns for a pipe)."""
+    import shutil
+
+    from rich.console import Console
+
+    return Console(width=shutil.get_terminal_size((100, 24)).columns)
 
 
 def _list(console: Any, reg: dict[str, Any], errors: dict[str, str]) -> None:
@@ -325,14 +356,10 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
             raise UsageError(f"--suite: give one or more of {', '.join(families)}, got {args.suite!r}")
     elif cfg.suites:
         wanted = list(cfg.suites)
-    if wanted is not None:
-        unknown = [s for s in wanted if s not in families]
-        if unknown:
-            raise UsageError(f"--suite: unknown suite(s) {', '.join(unknown)}; available: {', '.join(families)}")
-    selected = [b for b in reg.values() if wanted is None or b.family in wanted]
+    selected = select(reg, wanted, families)
     selected.sort(key=lambda b: (b.family != "core", b.family, b.kind != "speed", b.name))
     if args.list:
-        _list(out_console, {b.name: b for b in selected},
+        _list(_list_console(), {b.name: b for b in selected},
               {m: e for m, e in import_errors.items() if wanted is None or m in wanted})
         return 1 if import_errors else 0
     tasks = _plan(selected, cfg, import_errors)

@@ -31,6 +31,41 @@ from typing import Any, Optional
 from omegaconf import DictConfig, OmegaConf
 
 REPO_CONFIGS = pathlib.Path(__file__).resolve().parent.parent / "configs"
+#: the same YAML files installed with the harness (``benchmarks/configs`` links to ``configs/``)
+PACKAGED_CONFIGS = pathlib.Path(__file__).resolve().parent / "configs"
+
+
+def config_names() -> list[str]:
+    """Names of the shipped run configurations (``smoke``, ``default``, ``full``)."""
+    found = set()
+    for folder in (REPO_CONFIGS, PACKAGED_CONFIGS):
+        if folder.is_dir():
+            found.update(p.stem for p in folder.glob("*.yaml"))
+    return sorted(found)
+
+
+def resolve_config(name: str | pathlib.Path) -> pathlib.Path:
+    """The file of ``--config``: a path to a YAML file, or the name of a shipped configuration.
+
+    ``"smoke"``, ``"smoke.yaml"`` and ``"configs/smoke.yaml"`` all name the shipped smoke configuration
+    from any working directory; an existing file of that name in the working directory wins.
+
+    Raises:
+        ConfigError: no such file and no shipped configuration of that name (the message lists them).
+    """
+    path = pathlib.Path(name)
+    if path.exists():
+        return path
+    stem = path.name[:-5] if path.name.endswith(".yaml") else path.name
+    if str(path.parent) in (".", "configs") and stem:
+        for folder in (REPO_CONFIGS, PACKAGED_CONFIGS):
+            candidate = folder / f"{stem}.yaml"
+            if candidate.is_file():
+                return candidate
+    if str(path.parent) not in (".", "configs"):
+        raise ConfigError(f"--config: no such file {str(name)!r}")
+    raise ConfigError(f"--config: expected a YAML file or one of the shipped configurations "
+                      f"{', '.join(config_names()) or '(none found)'}, got {str(name)!r}")
 
 #: keys a per-benchmark override may set
 SPEED_OVERRIDE_KEYS = {"sizes", "quick_sizes", "scaling", "skip"}
@@ -110,7 +145,7 @@ def load_config(
     """
     schema = OmegaConf.structured(RunConfig)
     layers: list[Any] = []
-    file_cfg = _read(pathlib.Path(path)) if path is not None else None
+    file_cfg = _read(resolve_config(path)) if path is not None else None
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override {item!r} must have the form KEY=VALUE (e.g. repeats=3)")

@@ -295,7 +295,7 @@ def test_unknown_suite_and_bad_flags(planted, capsys):
     assert cli.main(["--suite", "nope", "--list"]) == 2
     assert cli.main(["--suite", ","]) == 2
     assert cli.main(["--suite", "nope"]) == 2
-    assert "unknown suite(s) nope; available: fake" in capsys.readouterr().err
+    assert "--suite: expected a family (fake), a benchmark name or a glob" in " ".join(capsys.readouterr().err.split())
     assert cli.main(["--repeats", "0"]) == 2
     assert cli.main(["--config", "/no/such.yaml"]) == 2
     assert cli.main(["not_a_key=3"]) == 2
@@ -303,6 +303,41 @@ def test_unknown_suite_and_bad_flags(planted, capsys):
     assert cli.main(["benchmarks.fake.k.sizes=[4]", "--quick"]) == 2
     assert cli.main(["benchmarks.fake.kk.sizes=[{n: 4}]"]) == 2
     assert "unknown benchmark 'fake.kk'" in capsys.readouterr().err
+
+
+def test_suite_selects_benchmarks_and_globs(planted, tmp_path):
+    for name in ("fake.alpha_one", "fake.alpha_two", "fake.beta"):
+        planted(SpeedBenchmark(name=name, family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 2}]))
+    names = lambda doc: sorted(r["name"] for r in doc["results"])  # noqa: E731
+    assert names(_run(tmp_path, "--suite", "fake.beta")[1]) == ["fake.beta"]
+    assert names(_run(tmp_path, "--suite", "fake.alpha_*")[1]) == ["fake.alpha_one", "fake.alpha_two"]
+    assert names(_run(tmp_path, "--suite", "fake.beta,fake.*_two,fake.beta")[1]) == ["fake.alpha_two", "fake.beta"]
+    assert names(_run(tmp_path, "--suite", "fake")[1]) == ["fake.alpha_one", "fake.alpha_two", "fake.beta"]
+    assert cli.main(["--suite", "fake.gamma*", "--list"]) == 2
+
+
+def test_config_by_name_from_any_directory(planted, tmp_path, monkeypatch, capsys):
+    from benchmarks.config import PACKAGED_CONFIGS, REPO_CONFIGS, load_config, resolve_config
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("smoke", "smoke.yaml", "configs/smoke.yaml"):
+        assert resolve_config(name).resolve() == (REPO_CONFIGS / "smoke.yaml").resolve()
+    assert load_config("smoke").quick is True and load_config("full").quick is False
+    # the installed copy (package data) is the same file as the repository's
+    assert (PACKAGED_CONFIGS / "smoke.yaml").read_text() == (REPO_CONFIGS / "smoke.yaml").read_text()
+    (tmp_path / "smoke.yaml").write_text("repeats: 4\n")  # a file in the working directory wins
+    assert load_config("smoke.yaml").repeats == 4
+    assert cli.main(["--config", "nonsense", "--list"]) == 2
+    assert "one of the shipped configurations default, full, smoke" in " ".join(capsys.readouterr().err.split())
+
+
+def test_list_fits_the_terminal(planted, capsys, monkeypatch):
+    planted(SpeedBenchmark(name="fake.listed_with_a_long_name", family="fake", kernel=lambda x: x, setup=_setup,
+                           sizes=[{"n": 2, "m": 3, "batch": 4}], description="a planted kernel " * 6))
+    monkeypatch.setenv("COLUMNS", "70")
+    assert cli.main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and max(len(line) for line in lines) <= 70
 
 
 def test_list_shows_registered(planted, capsys):
