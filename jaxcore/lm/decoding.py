@@ -1,0 +1,257 @@
+"""Decoding: prefill, a static KV cache and a ``lax.scan`` sampler with a logits-processor hook."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jaxtyping import Array, Bool, Float, Int
+
+from .._util.checks import check_int, check_scalar, expected
+from .._util.keys import check_key
+from .model import (
+    _NEG,
+    _acc,
+    Intervention,
+    Llama,
+    _block,
+    _head,
+    _run_layers,
+    check_intervention,
+    check_model,
+    check_tokens,
+)
+from .processors import Temperature, TopK, TopP, check_processor
+
+__all__ = ["GenerateResult", "generate"]
+
+
+class GenerateResult(NamedTuple):
+    """What :func:`generate` returns.
+
+    Attributes:
+        tokens: ``[B, N]`` int32 generated token ids (``pad_token_id`` after an end-of-sequence).
+        mask: ``[B, N]`` bool, True at tokens generated before and including the first
+            ``eos_token_id`` of the row (all True without ``eos_token_id``).
+        logprobs: ``[B, N]`` float32 log-probability of each token under the distribution it was
+            drawn from (after the processor, temperature, top-k, top-p; 0 for greedy and masked).
+        model_logprobs: ``[B, N]`` float32 log-probability under the model itself (temperature 1,
+            no processing; 0 where masked).
+        processor_state: the user processor's final state (``None`` without a processor).
+    """
+
+    tokens: Int[Array, "B N"]
+    mask: Bool[Array, "B N"]
+    logprobs: Float[Array, "B N"]
+    model_logprobs: Float[Array, "B N"]
+    processor_state: Any
+
+
+def _prefill(model: Llama, tokens, mask, cache_len, intervention):
+    """Run the prompt; return the last position's logits and the KV cache ``[n, B, T, K, h]``."""
+    x, _, out = _run_layers(model, tokens, mask, intervention, collect=False, keep_kv=True)
+    logits = _head(model, x[:, -1:])[:, 0]
+    k, v = out["kv"]
+    pad = [(0, 0), (0, 0), (0, cache_len - tokens.shape[1]), (0, 0), (0, 0)]
+    return logits, jnp.pad(k, pad), jnp.pad(v, pad)
+
+
+def _decode_step(model: Llama, ck, cv, token, position, index, key_mask, intervention):
+    """One token through the model with the cache; returns its next-token logits and the cache."""
+    c = model.config
+    x = jnp.take(model.embed, token, axis=0).astype(_acc(model.dtype))[:, None]
+    bias = jnp.where(key_mask, 0.0, _NEG).astype(jnp.float32)[:, None, :]
+    positions = position[:, None]
+    res = None if intervention is None else intervention.residual
+    scl = None if intervention is None else intervention.mlp_scale
+    layer_ids = jnp.arange(c.num_layers)
+
+    def body(carry, xs):
+        x, ck, cv = carry
+        lw, i, r, s = xs
+        box = {}
+
+        def write(k, v, _ka, _va):
+            zero = jnp.zeros((), jnp.int32)
+            ck2 = lax.dynamic_update_slice(ck, k.astype(ck.dtype)[None], (i, zero, index, zero, zero))
+            cv2 = lax.dynamic_update_slice(cv, v.astype(cv.dtype)[None], (i, zero, index, zero, zero))
+            box["cache"] = (ck2, cv2)
+            return ck2[i], cv2[i]
+
+        x, _, _, _ = _block(c, lw, x, positions, None, None, bias, write, s)
+        if r is not None:
+            x = x + r.astype(x.dtype)
+        ck, cv = box["cache"]
+        return (x, ck, cv), None
+
+    (x, ck, cv), _ = lax.scan(body, (x, ck, cv), (model.layers, layer_ids, res, scl))
+    return _head(model, x)[:, 0], ck, cv
+
+
+def _sample(key, logits, sampler, greedy):
+    """Draw one token per row; return it and its log-probability under the sampled distribution."""
+    z, _ = sampler(sampler.init(logits.shape[0]), logits, None) if sampler is not None else (logits, None)
+    if greedy:
+        tok = jnp.argmax(z, axis=-1).astype(jnp.int32)
+        return tok, jnp.zeros(tok.shape, jnp.float32)
+    tok = jax.random.categorical(key, z, axis=-1).astype(jnp.int32)
+    lp = jnp.take_along_axis(jax.nn.log_softmax(z, axis=-1), tok[:, None], axis=-1)[:, 0]
+    return tok, lp
+
+
+class _Sampler(eqx.Module):
+    """Temperature, top-k and top-p in that order (stateless, ignores the context)."""
+
+    parts: tuple
+
+    def init(self, batch_size):
+        return ()
+
+    def __call__(self, state, logits, context):
+        for p in self.parts:
+            logits, _ = p((), logits, context)
+        return logits, state
+
+
+@eqx.filter_jit
+def _generate_jit(key, model, prompt, prompt_mask, processor, sampler, intervention, num_new, greedy, eos, pad):
+    b, p_len = prompt.shape
+    cache_len = p_len + num_new - 1
+    logits, ck, cv = _prefill(model, prompt, prompt_mask, max(cache_len, p_len), intervention)
+    cache_len = max(cache_len, p_len)
+    n_real = jnp.sum(prompt_mask, axis=1).astype(jnp.int32)
+    key_mask = jnp.concatenate([prompt_mask, jnp.zeros((b, max(cache_len - p_len, 0)), bool)], axis=1)
+    w = 1 if processor is None else processor.context_size
+    ctx = jnp.where(prompt_mask, prompt, -1)
+    if p_len < w:
+        ctx = jnp.concatenate([jnp.full((b, w - p_len), -1, jnp.int32), ctx], axis=1)
+    ctx = ctx[:, ctx.shape[1] - w:]
+    pstate = None if processor is None else processor.init(b)
+    keys = jax.random.split(key, num_new)
+
+    def emit(logits, pstate, ctx, done, k):
+        raw = logits
+        if processor is not None:
+            logits, pstate = processor(pstate, logits, ctx)
+        tok, lp = _sample(k, logits, sampler, greedy)
+        mlp = jnp.take_along_axis(jax.nn.log_softmax(raw, axis=-1), tok[:, None], axis=-1)[:, 0]
+        live = ~done
+        tok = jnp.where(live, tok, pad)
+        lp = jnp.where(live, lp, 0.0)
+        mlp = jnp.where(live, mlp, 0.0)
+        if eos is not None:
+            done = done | (tok == eos)
+        ctx = jnp.concatenate([ctx[:, 1:], tok[:, None]], axis=1)
+        return tok, lp, mlp, live, pstate, ctx, done
+
+    done0 = jnp.zeros((b,), bool)
+    tok, lp, mlp, live, pstate, ctx, done = emit(logits, pstate, ctx, done0, keys[0])
+
+    def step(carry, xs):
+        ck, cv, key_mask, tok, pstate, ctx, done = carry
+        t, k = xs
+        index = p_len + t
+        key_mask = lax.dynamic_update_slice(key_mask, jnp.ones((b, 1), bool), (0, index))
+        logits, ck, cv = _decode_step(model, ck, cv, tok, n_real + t, index, key_mask, intervention)
+        tok, lp, mlp, live, pstate, ctx, done = emit(logits, pstate, ctx, done, k)
+        return (ck, cv, key_mask, tok, pstate, ctx, done), (tok, lp, mlp, live)
+
+    carry = (ck, cv, key_mask, tok, pstate, ctx, done)
+    final, (toks, lps, mlps, lives) = lax.scan(step, carry, (jnp.arange(num_new - 1, dtype=jnp.int32), keys[1:]))
+    cat = lambda first, rest: jnp.concatenate([first[:, None], rest.T], axis=1)  # noqa: E731
+    return GenerateResult(cat(tok, toks), cat(live, lives), cat(lp, lps), cat(mlp, mlps), final[4])
+
+
+def generate(
+    key,
+    model: Llama,
+    prompt_tokens: Int[Array, "B P"],
+    prompt_mask: Bool[Array, "B P"] | None = None,
+    *,
+    max_new_tokens: int,
+    processor=None,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    eos_token_id: int | None = None,
+    pad_token_id: int | None = None,
+    intervention: Intervention | None = None,
+) -> GenerateResult:
+    """Sample continuations of a batch of left-padded prompts with a KV cache.
+
+    The prompt is run once (prefill) into a static cache of ``P + N - 1`` positions; then one
+    ``lax.scan`` draws token ``t``: logits ``z_t`` -> ``processor(state, z_t, context)`` ->
+    ``/ temperature`` -> top-k -> top-p -> ``x_t ~ softmax`` and feeds ``x_t`` back through the
+    cache. ``context`` holds the last ``processor.context_size`` tokens (-1 before a prompt's start).
+
+    Args:
+        key: a ``jax.random.key`` (one split per generated token).
+        model: a :class:`Llama`.
+        prompt_tokens: ``[B, P]`` int token ids, left-padded.
+        prompt_mask: ``[B, P]`` bool, True at real tokens; each row is False...False True...True
+            with at least one True (default all True).
+        max_new_tokens: N >= 1 tokens to generate.
+        processor: an optional logits processor (see :mod:`jaxcore.lm.processors`), applied first.
+        temperature: > 0, or 0 for greedy decoding (argmax of the processed logits).
+        top_k: keep the k most likely tokens (None: all).
+        top_p: nucleus mass in (0, 1] (None or 1: all).
+        eos_token_id: a token that ends a row; later tokens are ``pad_token_id`` and masked out.
+        pad_token_id: the filler after ``eos_token_id`` (default ``eos_token_id``).
+        intervention: an optional :class:`Intervention` applied at every position.
+
+    Returns:
+        A :class:`GenerateResult`.
+
+    Raises:
+        TypeError: bad key, model, tokens or processor.
+        ValueError: bad shapes, right-padded or empty prompts, out-of-range arguments, or
+            ``P + N`` beyond ``model.config.max_positions``.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> model = random_llama(jax.random.key(0))
+        >>> out = generate(jax.random.key(1), model, jnp.array([[1, 2, 3]]), max_new_tokens=4, top_k=5)
+        >>> out.tokens.shape, out.logprobs.shape
+        ((1, 4), (1, 4))
+    """
+    check_key(key)
+    check_model(model)
+    prompt, mask = check_tokens(model, prompt_tokens, prompt_mask, name="prompt_tokens", mask_name="prompt_mask")
+    num_new = check_int(max_new_tokens, "max_new_tokens", minimum=1)
+    c = model.config
+    if prompt.shape[1] + num_new > c.max_positions:
+        raise ValueError(expected("max_new_tokens", f"at most max_positions - P = {c.max_positions - prompt.shape[1]}",
+                                  num_new))
+    if not isinstance(mask, jax.core.Tracer):
+        m = np.asarray(mask)
+        if not m[:, -1].all():
+            row = int(np.flatnonzero(~m[:, -1])[0])
+            raise ValueError(expected("prompt_mask", "left-padded prompts (each row's last entry True)",
+                                      f"row {row} ending in padding", raw=True))
+        if (np.diff(m.astype(np.int8), axis=1) < 0).any():
+            raise ValueError(expected("prompt_mask", "left padding only (False...False True...True per row)",
+                                      m.astype(int)))
+    if processor is not None:
+        check_processor(processor)
+    t = check_scalar(temperature, "temperature", nonnegative=True)
+    greedy = t == 0.0
+    parts = []
+    if not greedy:
+        parts.append(Temperature(t))
+    if top_k is not None:
+        parts.append(TopK(check_int(top_k, "top_k", minimum=1)))
+    if top_p is not None:
+        pv = check_scalar(top_p, "top_p", low=0.0, high=1.0, low_open=True)
+        if pv < 1.0:
+            parts.append(TopP(pv))
+    sampler = _Sampler(tuple(parts)) if parts else None
+    eos = None if eos_token_id is None else check_int(eos_token_id, "eos_token_id", minimum=0,
+                                                      maximum=c.vocab_size - 1)
+    pad = pad_token_id if pad_token_id is not None else (eos if eos is not None else 0)
+    pad = check_int(pad, "pad_token_id", minimum=0, maximum=c.vocab_size - 1)
+    intervention = check_intervention(model, intervention)
+    return _generate_jit(key, model, prompt, mask, processor, sampler, intervention, num_new, greedy, eos, pad)
