@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run configuration: smoke, default or full (shipped), or a YAML file (default: default)")
     p.add_argument("--backend", metavar="cpu|gpu|tpu", help="JAX backend to run on (default: JAX's)")
     p.add_argument("--x64", action="store_true", help="enable 64-bit JAX arrays")
+    p.add_argument("--no-compile-cache", action="store_true",
+                   help="do not use JAX's persistent compilation cache (measure cold compile times)")
     p.add_argument("--repeats", type=int, metavar="N", help="timed repeats per size")
     p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     p.add_argument("--scaling", action="store_true", help="also run each benchmark's size sweep")
@@ -343,6 +345,14 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
     if cfg.x64:
         jax.config.update("jax_enable_x64", True)
     backend = select_backend(args.backend)
+    compile_cache = None
+    if not args.no_compile_cache:
+        from jaxcore import enable_compilation_cache
+
+        try:
+            compile_cache = str(enable_compilation_cache())
+        except Exception as exc:  # an unwritable cache folder must not stop a run: it runs cold
+            console.print(f"[yellow]compilation cache off ({escape(str(exc))})[/yellow]")
 
     from . import registry as registry_mod
 
@@ -367,6 +377,7 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
     run_id = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = _out_dir(args.out, run_id)
     doc = results.new_document(run_id, results.machine_info(backend), to_container(cfg))
+    doc["compile_cache"] = compile_cache
     run = Run(out_dir, doc)
     try:
         for mod, err in import_errors.items():

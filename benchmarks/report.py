@@ -51,7 +51,7 @@ def speed_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
         k = rec.get("kernel", {})
         base = {
             "benchmark": rec["name"], "size": _size(rec.get("size", {})), "status": rec.get("status", "?"),
-            "compile": fmt_seconds(k.get("compile_s")),
+            "compile": fmt_seconds(k.get("compile_s")) + (" (cache)" if k.get("compile_cached") else ""),
             "kernel": (f"{fmt_seconds(k.get('median_s'))} ± {fmt_seconds(k.get('iqr_s'))}"
                        if k.get("median_s") else "-"),
             "flops": f"{100 * k['flops_frac']:.1f}%" if k.get("flops_frac") is not None else "-",
@@ -121,7 +121,9 @@ def markdown(doc: dict[str, Any]) -> str:
         out.append(f"Peak resident memory of the run: {doc['peak_rss_mib']:.0f} MiB.")
     out += ["", "How to read: *speed-up* is the median over interleaved repeats of baseline time / kernel time "
             "(above 1: jaxcore is faster), with its interquartile range in brackets. Compile time is measured "
-            "apart (ahead-of-time lower + compile). *FLOP/s of peak* and *bytes/s of peak* compare the kernel's "
+            "apart (ahead-of-time lower + compile); *(cache)* marks a program JAX's persistent compilation "
+            "cache served (`--no-compile-cache` measures cold). *FLOP/s of peak* and *bytes/s of peak* "
+            "compare the kernel's "
             "XLA-counted (or analytic) work per second with the ceilings above. A baseline marked WRONG "
             "disagreed with the kernel and was not timed.", ""]
 

@@ -219,12 +219,30 @@ def _missing(requires: tuple[str, ...] | list[str]) -> list[str]:
     return [m for m in requires if importlib.util.find_spec(m) is None]
 
 
+_CACHE_HITS = [0]
+
+
+def _count_cache_hit(name: str, **kwargs: Any) -> None:
+    if name == "/jax/compilation_cache/cache_hits":
+        _CACHE_HITS[0] += 1
+
+
+jax.monitoring.register_event_listener(_count_cache_hit)
+
+
 def _compile(fn: Callable[..., Any], case: Case, args: tuple) -> tuple[Any, float]:
     """Ahead-of-time compile ``fn`` (with ``case.static`` bound) for ``args``; returns (executable, seconds)."""
+    compiled, seconds, _ = _compile_cached(fn, case, args)
+    return compiled, seconds
+
+
+def _compile_cached(fn: Callable[..., Any], case: Case, args: tuple) -> tuple[Any, float, bool]:
+    """:func:`_compile`, and whether the persistent compilation cache served the program."""
     jitted = jax.jit(functools.partial(fn, **case.static))
+    hits = _CACHE_HITS[0]
     t0 = time.perf_counter()
     compiled = jitted.lower(*args).compile()
-    return compiled, time.perf_counter() - t0
+    return compiled, time.perf_counter() - t0, _CACHE_HITS[0] > hits
 
 
 # --------------------------------------------------------------------------- speed
@@ -255,12 +273,12 @@ def run_speed_size(
         raise TypeError(f"{bench.name}: setup must return a Case, got {type(case).__name__}")
     rec["work"], rec["work_unit"] = case.work, case.work_unit
 
-    compiled, compile_s = _compile(bench.kernel, case, case.args)
+    compiled, compile_s, cache_hit = _compile_cached(bench.kernel, case, case.args)
     kernel_out = block(compiled(*case.args))
     cost = _cost(compiled)
     flops = case.flops if case.flops is not None else cost["flops"]
     nbytes = case.bytes if case.bytes is not None else cost["bytes"]
-    kernel = {"compile_s": compile_s, "flops": flops, "bytes": nbytes,
+    kernel = {"compile_s": compile_s, "compile_cached": cache_hit, "flops": flops, "bytes": nbytes,
               "flops_source": "analytic" if case.flops is not None else "xla",
               "memory": _memory(compiled)}
     rec["kernel"] = kernel

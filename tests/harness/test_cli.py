@@ -484,3 +484,14 @@ def test_results_files_are_group_readable(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "r.md").stat().st_mode) == 0o644
+
+
+def test_compile_cache_is_on_by_default_and_recorded(planted, tmp_path):
+    planted(SpeedBenchmark(name="fake.cached", family="fake", kernel=lambda x: jnp.cumsum(x) * 2.0, setup=_setup,
+                           sizes=[{"n": 3}], baselines=[Baseline("numpy", lambda x: np.cumsum(x) * 2.0)]))
+    code, doc, _ = _run(tmp_path, "--no-compile-cache")
+    assert code == 0 and doc["compile_cache"] is None
+    code, doc, out = _run(tmp_path)
+    assert code == 0 and doc["compile_cache"].endswith("xla")
+    assert isinstance(_by_name(doc)["fake.cached"]["kernel"]["compile_cached"], bool)
+    assert "--no-compile-cache" in (out / "report.md").read_text()
