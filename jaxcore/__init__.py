@@ -16,6 +16,7 @@ later processes skip the compilation too.
 """
 
 from ._util.cache import enable_compilation_cache
+from ._util.distributed import DistributedInfo, initialize_distributed
 
-__all__ = ["enable_compilation_cache"]
+__all__ = ["DistributedInfo", "enable_compilation_cache", "initialize_distributed"]
 __version__ = "0.1.0"
