@@ -15,7 +15,8 @@ Sources:
   :func:`load_neuron_trials`, :func:`load_tweets`, :func:`load_grasshopper`, :func:`event_splits`);
 - the Sachs flow-cytometry data from the ``cdt`` wheel (:func:`load_sachs`) and pgmpy's
   Bayesian networks (:func:`load_pgmpy_network`);
-- grouped data for random-measure distances (:func:`load_hsb82`).
+- grouped data for random-measure distances (:func:`load_hsb82`);
+- the LaLonde / NSW job-training data with PSID and CPS controls (:func:`load_lalonde`).
 """
 
 from ._files import (
@@ -50,10 +51,14 @@ from .events import (
 )
 from .grouped import load_hsb82
 from .images import NATURAL_IMAGES, load_image
+from .lalonde import LALONDE_CONTROLS, LALONDE_COVARIATES, LALONDE_TREATED, load_lalonde
 from .mnist import load_mnist
 
 __all__ = [
     "EVENT_DATASETS",
+    "LALONDE_CONTROLS",
+    "LALONDE_COVARIATES",
+    "LALONDE_TREATED",
     "NATURAL_IMAGES",
     "PGMPY_DISCRETE_NETWORKS",
     "PGMPY_GAUSSIAN_NETWORKS",
@@ -70,6 +75,7 @@ __all__ = [
     "load_grasshopper",
     "load_hsb82",
     "load_image",
+    "load_lalonde",
     "load_mnist",
     "load_neuron_trials",
     "load_pgmpy_network",

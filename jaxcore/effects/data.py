@@ -1,0 +1,163 @@
+"""Observational data sets for treatment-effect estimation, batched and padded: :class:`EffectData`.
+
+A batch holds ``B`` data sets of up to ``N`` units with ``D`` covariates; shorter data sets are
+padded and ``mask`` marks the real units. ``treatment`` is 0/1; the kernels use its sign form
+``W = 2 T - 1`` in {-1, +1} (Zhang et al. 2024, Section 3). ``ate`` is the true average
+treatment effect where a generator knows it (NaN otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from jaxcore._util import as_float_array, check_finite, check_ndim, expected
+
+__all__ = ["EffectData", "effect_data", "stack_datasets"]
+
+
+class EffectData(eqx.Module):
+    """``B`` padded data sets: covariates, 0/1 treatment, outcome, unit mask, true ATE (NaN if unknown).
+
+    Attributes:
+        x: ``[B, N, D]`` covariates.
+        treatment: ``[B, N]`` float in {0, 1}.
+        outcome: ``[B, N]`` outcomes (any unit).
+        mask: ``[B, N]`` bool, True for real units (padding is False and ignored everywhere).
+        ate: ``[B]`` the true average treatment effect, NaN where unknown.
+
+    Examples:
+        >>> d = effect_data([[0.0], [1.0]], [0, 1], [1.0, 3.0])
+        >>> d.x.shape, d.mask.tolist()
+        ((1, 2, 1), [[True, True]])
+    """
+
+    x: Float[Array, "B N D"]
+    treatment: Float[Array, "B N"]
+    outcome: Float[Array, "B N"]
+    mask: Bool[Array, "B N"]
+    ate: Float[Array, " B"]
+
+    @property
+    def num_datasets(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def num_units(self) -> int:
+        return self.x.shape[1]
+
+    @property
+    def num_features(self) -> int:
+        return self.x.shape[2]
+
+
+def _check_arms(t: np.ndarray, m: np.ndarray, name: str) -> None:
+    for b in range(t.shape[0]):
+        tb = t[b][m[b]]
+        if not np.all((tb == 0) | (tb == 1)):
+            raise ValueError(expected(name, "values in {0, 1}", tb[(tb != 0) & (tb != 1)][:4]))
+        if tb.sum() < 1 or (1 - tb).sum() < 1:
+            raise ValueError(expected(name, "at least one treated and one control unit in every data set",
+                                      f"{int(tb.sum())} treated of {tb.size} in data set {b}", raw=True))
+
+
+def effect_data(x: Any, treatment: Any, outcome: Any = None, mask: Any = None, ate: Any = None) -> EffectData:
+    """Validate and batch covariates, treatment and outcome into :class:`EffectData`.
+
+    Args:
+        x: ``[N, D]`` (one data set) or ``[B, N, D]`` covariates, finite.
+        treatment: ``[N]`` / ``[B, N]`` in {0, 1} (bool or number), both arms present in each data set.
+        outcome: ``[N]`` / ``[B, N]`` finite outcomes, or None (zeros: balancing needs no outcomes).
+        mask: ``[N]`` / ``[B, N]`` bool, or None (all units real).
+        ate: ``[B]`` true effects or None (NaN).
+
+    Returns:
+        :class:`EffectData` in the covariates' floating dtype (float32 unless x64 is on).
+
+    Raises:
+        ValueError: shapes disagree, non-finite values, a treatment not in {0, 1}, an empty arm.
+        TypeError: non-numeric input.
+
+    Examples:
+        >>> effect_data([[[0.0], [1.0], [2.0]]], [[1, 0, 1]]).treatment.tolist()
+        [[1.0, 0.0, 1.0]]
+    """
+    xa = as_float_array(x, "x")
+    check_ndim(xa, "x", (2, 3), "covariates [N, D] or [B, N, D]")
+    single = xa.ndim == 2
+    if single:
+        xa = xa[None]
+    b, n, _ = xa.shape
+    if n < 2:
+        raise ValueError(expected("x", "at least 2 units", f"shape {tuple(xa.shape)}", raw=True))
+
+    def batch(v: Any, name: str, dtype: Any) -> jnp.ndarray:
+        a = np.asarray(v)
+        if a.dtype.kind not in "biuf":
+            raise TypeError(expected(name, "a real or bool array", f"dtype {a.dtype}", raw=True))
+        a = a[None] if single and a.ndim == 1 else a
+        if a.shape != (b, n):
+            raise ValueError(expected(name, f"shape {(n,) if single else (b, n)} (like x)", f"shape {np.shape(v)}",
+                                      raw=True))
+        return jnp.asarray(a, dtype)
+
+    m = jnp.ones((b, n), bool) if mask is None else batch(mask, "mask", bool)
+    check_finite(xa, "x")
+    t = batch(treatment, "treatment", xa.dtype)
+    check_finite(t, "treatment")
+    _check_arms(np.asarray(t), np.asarray(m), "treatment")
+    y = jnp.zeros((b, n), xa.dtype) if outcome is None else batch(outcome, "outcome", xa.dtype)
+    check_finite(y, "outcome")
+    if ate is None:
+        e = jnp.full((b,), jnp.nan, xa.dtype)
+    else:
+        e = jnp.asarray(np.broadcast_to(np.asarray(ate, np.float64), (b,)), xa.dtype)
+    zero = ~m
+    return EffectData(jnp.where(zero[..., None], 0.0, xa), jnp.where(zero, 0.0, t), jnp.where(zero, 0.0, y), m, e)
+
+
+def stack_datasets(datasets: Sequence[EffectData], num_units: int | None = None) -> EffectData:
+    """Concatenate :class:`EffectData` batches along B, padding units to ``num_units`` (default: the longest).
+
+    Args:
+        datasets: batches with the same number of covariates D.
+        num_units: padded length N (>= every batch's N), or None.
+
+    Returns:
+        :class:`EffectData` with ``sum(B_i)`` data sets.
+
+    Raises:
+        ValueError: empty list, different D, ``num_units`` too small.
+
+    Examples:
+        >>> a = effect_data([[0.0], [1.0]], [0, 1])
+        >>> b = effect_data([[0.0], [1.0], [2.0]], [0, 1, 1])
+        >>> stack_datasets([a, b]).mask.tolist()
+        [[True, True, False], [True, True, True]]
+    """
+    if len(datasets) == 0:
+        raise ValueError(expected("datasets", "at least one EffectData", "an empty sequence", raw=True))
+    dims = {d.num_features for d in datasets}
+    if len(dims) != 1:
+        raise ValueError(expected("datasets", "the same number of covariates D", sorted(dims), raw=True))
+    longest = max(d.num_units for d in datasets)
+    n = longest if num_units is None else num_units
+    if n < longest:
+        raise ValueError(expected("num_units", f"an int >= {longest} (the longest data set)", n))
+
+    def pad(a: jnp.ndarray, fill: Any = 0.0) -> jnp.ndarray:
+        widths = [(0, 0), (0, n - a.shape[1])] + [(0, 0)] * (a.ndim - 2)
+        return jnp.pad(a, widths, constant_values=fill)
+
+    return EffectData(
+        jnp.concatenate([pad(d.x) for d in datasets]),
+        jnp.concatenate([pad(d.treatment) for d in datasets]),
+        jnp.concatenate([pad(d.outcome) for d in datasets]),
+        jnp.concatenate([pad(d.mask, False) for d in datasets]),
+        jnp.concatenate([d.ate for d in datasets]),
+    )
