@@ -24,6 +24,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+import jaxcore  # noqa: E402
 from jaxcore import tpp  # noqa: E402
 from jaxcore.datasets import load_coal_mining  # noqa: E402
 
@@ -90,4 +91,5 @@ if __name__ == "__main__":
     parser.add_argument("--small", action="store_true", help="few optimisation steps (CI)")
     parser.add_argument("--out", default="results/examples/tpp", help="folder for the figure")
     args = parser.parse_args()
+    jaxcore.enable_compilation_cache()   # later runs reload the compiled programs from disk
     main(args.small, args.out)
