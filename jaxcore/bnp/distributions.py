@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln, gammaln, xlog1py, xlogy
 
-from jaxcore._util import check_int, check_key, check_positive, check_range, expected
+from jaxcore._util import check_int, check_key, check_positive, check_range, error_if, expected, is_concrete
 
 from ._checks import broadcast_args, finite_arg, float_arg, positive_arg
 from numpyro.distributions import Distribution, constraints
@@ -581,15 +581,19 @@ def bernoulli_process_logits(log_pi, gamma):
     ``logit(pi) = log pi - log(1 - pi) = log pi - log1p(-exp(log pi))``.
 
     Args:
-        log_pi: log activation probability of each layer, ``[..., L]`` (<= 0).
+        log_pi: log activation probability of each layer, ``[..., L]``, finite and <= 0
+            (``pi = 0`` exactly, ``log_pi = -inf``, is refused: its logit is ``-inf`` and the
+            mask's log-mass ``z l - softplus(l)`` would be NaN at ``z = 0``; pass a large
+            negative value instead). Integer or bool input is converted explicitly to the
+            default float dtype (exact for ``|log_pi| < 2**24`` in float32).
         gamma: per-weight logit offsets, broadcastable against ``log_pi``
-            expanded to the weight shape by the caller.
+            expanded to the weight shape by the caller; ints converted as ``log_pi``.
 
     Returns:
         logits, broadcast shape of the inputs, float.
 
     Raises:
-        ValueError: a concrete ``log_pi`` that is NaN or > 0, a ``gamma`` that is NaN or inf
+        ValueError: a ``log_pi`` that is NaN, infinite or > 0, a ``gamma`` that is NaN or inf
             (host check when concrete, ``equinox.error_if`` when traced), shapes that do not broadcast.
         TypeError: ``log_pi`` or ``gamma`` not real numeric data (None, strings).
 
@@ -602,8 +606,11 @@ def bernoulli_process_logits(log_pi, gamma):
         >>> bernoulli_process_logits(jnp.log(jnp.array([0.5, 0.8])), 0.0)
         Array([0.       , 1.386...], dtype=float32)
     """
-    log_pi = float_arg(log_pi, "log_pi")
-    check_range(log_pi, "log_pi", None, 0.0)
+    log_pi = finite_arg(log_pi, "log_pi")  # ints/bools -> the default float (explicit conversion)
+    if is_concrete(log_pi):
+        check_range(log_pi, "log_pi", None, 0.0)
+    else:
+        log_pi = error_if(log_pi, log_pi > 0, "log_pi", "values <= 0 (a log probability; checked at run time)")
     gamma = finite_arg(gamma, "gamma")
     broadcast_args((("log_pi", log_pi), ("gamma", gamma)))
     return _bernoulli_process_logits_jit(log_pi, gamma)

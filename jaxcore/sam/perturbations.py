@@ -36,7 +36,8 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_bool, check_finite, check_int, check_key, check_scalar, describe, error_if, expected, is_concrete
+from jaxcore._util import (check_bool, check_finite, check_int, check_key, check_range, check_scalar, describe, error_if,
+                            expected, is_concrete)
 
 PyTree = Any
 #: A radius: a float ``>= 0`` or an optax schedule ``count -> rho`` (``optax.Schedule``).
@@ -419,7 +420,8 @@ def default_weight_mask(params: PyTree) -> PyTree:
         A pytree like ``params`` of Python bools (static: no array is computed).
 
     Raises:
-        TypeError: ``params`` is None.
+        TypeError: ``params`` is None or has a leaf that is not a real float array (as
+            every function of the family that takes ``params``).
 
     References:
         Kwon et al., "ASAM: Adaptive Sharpness-Aware Minimization for
@@ -432,8 +434,7 @@ def default_weight_mask(params: PyTree) -> PyTree:
         >>> default_weight_mask({"w": jnp.ones((2, 3)), "b": jnp.ones(3)})
         {'b': False, 'w': True}
     """
-    if params is None:
-        raise TypeError(expected("params", "the parameter pytree", "None", raw=True))
+    _check_tree(params, "params")
     return jax.tree.map(lambda p: bool(jnp.ndim(p) >= 2), params)
 
 
@@ -1054,14 +1055,16 @@ def obf_loss(
     Args:
         logits: ``[batch, classes]``.
         labels: int ``[batch]`` or one-hot ``[batch, classes]``.
-        alpha: ``a``, ``[batch]`` (treated as a constant).
+        alpha: ``a``, ``[batch]`` or a scalar in [0, 1] (OBF's weight, e.g. from
+            :func:`obf_alpha`; treated as a constant).
         sigmoid: binary (True) or softmax (False) cross-entropy.
 
     Returns:
         Scalar loss in nats.
 
     Raises:
-        ValueError, TypeError: as :func:`obf_alpha`.
+        ValueError, TypeError: as :func:`obf_alpha`; ``alpha`` outside [0, 1], NaN, or not of
+            shape ``[batch]`` or ``()`` (checked at run time when traced).
 
     References:
         Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
@@ -1086,6 +1089,10 @@ def obf_loss(
                                   f"shape {alpha.shape}", raw=True))
     if is_concrete(alpha):
         check_finite(alpha, "alpha")
+        check_range(alpha, "alpha", 0.0, 1.0)
+    else:
+        alpha = error_if(alpha, ~((alpha >= 0) & (alpha <= 1)), "alpha",
+                         "OBF weights a in [0, 1] (checked at run time), got a value outside")
     return _obf_loss_jit(logits, labels, alpha, bool(sigmoid))
 
 

@@ -265,8 +265,36 @@ def _num_micro(num_micro_batches: Any, b: int) -> int:
     return k
 
 
-def _ascent(loss_fn, params, model_state, batch, obf):
-    """(loss, aux, h) of the clean pass: h the training-loss gradient, or OBF's pulled-back cotangent."""
+def _checked_obf_labels(labels: Any, num_classes: int, name: str, carrier: Any = None) -> Any:
+    """A run-time check (``error_if``) of OBF labels: int class indices in ``[0, classes)``, or
+    one-hot/soft rows (finite, >= 0, summing to 1 within 1e-3); shape and dtype errors are raised
+    at trace time by the OBF building blocks. Returns ``carrier`` (default: the labels) threaded
+    through the check."""
+    labels = jnp.asarray(labels)
+    if carrier is None:
+        carrier = labels
+    if labels.ndim == 1 and jnp.issubdtype(labels.dtype, jnp.integer):
+        bad = jnp.any((labels < 0) | (labels >= num_classes))
+        what = f"OBF class indices in [0, {num_classes}) (checked at run time), got one outside"
+    elif labels.ndim == 2 and labels.shape[-1] == num_classes and jnp.issubdtype(labels.dtype, jnp.floating):
+        a = labels.astype(jnp.promote_types(labels.dtype, jnp.float32))
+        bad = jnp.any(~jnp.isfinite(a) | (a < 0)) | jnp.any(jnp.abs(jnp.sum(a, -1) - 1.0) > 1e-3)
+        what = "OBF one-hot or soft labels: finite, >= 0, rows summing to 1 (checked at run time)"
+    else:
+        return carrier
+    return error_if(carrier, bad, name, what)
+
+
+def _labels_name(obf: OBF, where: str = "batch") -> str:
+    return f"{where}[{obf.labels_key}]"
+
+
+def _ascent(loss_fn, params, model_state, batch, obf, check_labels=True):
+    """(loss, aux, h) of the clean pass: h the training-loss gradient, or OBF's pulled-back cotangent.
+
+    With OBF and ``check_labels``, the labels are range-checked at run time (``error_if``);
+    :func:`train` checks its data once before the loop instead.
+    """
     loss_fn = _checked_loss_fn(loss_fn)
     if obf is None:
         (loss, aux), h = jax.value_and_grad(loss_fn, has_aux=True)(params, model_state, batch)
@@ -277,14 +305,18 @@ def _ascent(loss_fn, params, model_state, batch, obf):
         return _logits_of(aux), (loss, aux)
 
     logits, vjp, (loss, aux) = jax.vjp(logits_fn, params, has_aux=True)
-    (h,) = vjp(obf.cotangent(logits, batch[obf.labels_key]))
+    labels = batch[obf.labels_key]
+    if check_labels and jnp.ndim(logits) == 2:
+        labels = _checked_obf_labels(labels, logits.shape[-1], _labels_name(obf))
+    (h,) = vjp(obf.cotangent(logits, labels))
     return loss, aux, h
 
 
 # ----------------------------------------------------------------------------- the step
 
 
-def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, axis_name, sync_perturbation):
+def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, axis_name, sync_perturbation,
+          check_labels=True):
     b = _batch_size(batch)
     m = b // k
     model_state = state.model_state
@@ -318,7 +350,8 @@ def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, a
     micro = jax.tree.map(lambda x: x.reshape((k, m) + x.shape[1:]), batch)
 
     def ascent_pass(mb):
-        return _ascent(loss_fn, params_v, model_state, mb, obf)
+        # (Under shard_map, equinox's error_if cannot carry device-varying labels: checked off devices only.)
+        return _ascent(loss_fn, params_v, model_state, mb, obf, check_labels and axis_name is None)
 
     losses, auxes, hs = over_micro(ascent_pass, micro)
     if axis_name is not None and sync_perturbation:
@@ -462,6 +495,9 @@ def step(
         ValueError: ``num_micro_batches`` not a positive divisor of the batch
             size; OBF without labels in the batch or without ``aux["logits"]``;
             OBF with ``perturbation=None``.
+        EquinoxRuntimeError: OBF labels out of range (int labels outside ``[0, classes)``, or
+            one-hot/soft rows not finite, negative or not summing to 1), checked at run time
+            (the class count is the logits'; not checked inside ``shard_map`` with ``axis_name``).
         TypeError: ``optimizer``, ``perturbation`` or ``perturbation_loss`` of a wrong type;
             ``RandomDirection`` without ``key``; a ``key`` that is not a PRNG key.
 
@@ -532,6 +568,7 @@ def ascent_gradient(
     Raises:
         TypeError: bad ``loss_fn`` or ``perturbation_loss``.
         ValueError: OBF without labels in the batch or without ``aux["logits"]``.
+        EquinoxRuntimeError: OBF labels out of range (checked at run time, as in :func:`step`).
 
     References:
         Vani et al., "Forget Sharpness: Perturbed Forgetting of Model Biases
@@ -676,6 +713,13 @@ class TrainResult(NamedTuple):
 def _train(loss_fn, params, data, indices, key, model_state, optimizer, perturbation, obf, k, progress):
     num_steps = indices.shape[0]
     state = init(params, optimizer, model_state)
+    if obf is not None:  # OBF labels checked once, over the whole data set, before the loop
+        first = jax.tree.map(lambda x: x[indices[0]], data)
+        _, aux_spec = jax.eval_shape(_checked_loss_fn(loss_fn), params, model_state, first)
+        logits_spec = _logits_of(aux_spec)
+        if len(logits_spec.shape) == 2:  # the check is threaded through the indices the loop reads
+            indices = _checked_obf_labels(data[obf.labels_key], logits_spec.shape[-1], _labels_name(obf, "data"),
+                                          carrier=indices)
     prog = Progress(progress, num_steps, "sam.train")
     keys = None if key is None else jax.random.split(key, num_steps)
 
@@ -683,7 +727,8 @@ def _train(loss_fn, params, data, indices, key, model_state, optimizer, perturba
         params, state = carry
         t, idx, kk = inp
         batch = jax.tree.map(lambda x: x[idx], data)
-        params, state, info = _step(loss_fn, params, state, batch, kk, optimizer, perturbation, obf, k, None, False)
+        params, state, info = _step(loss_fn, params, state, batch, kk, optimizer, perturbation, obf, k, None, False,
+                                    False)
         prog.update(t, {"loss": info.loss})
         return (params, state), (info.loss, info.perturbed_loss, info.ascent_norm, info.rho)
 
@@ -730,6 +775,7 @@ def train(
 
     Raises:
         TypeError, ValueError: as :func:`step`; ``indices`` not an int ``[num_steps, batch_size]`` array.
+        EquinoxRuntimeError: OBF labels of ``data`` out of range, checked once before the loop.
 
     References:
         Foret et al., ICLR 2021, Algorithm 1; Vani et al., ICML 2024, Sec. 4.

@@ -240,12 +240,15 @@ def sharpness_aware_transform(
             whose updates do not use a key.
 
     Returns:
-        An ``optax.GradientTransformation``; ``update`` needs ``params``.
+        An ``optax.GradientTransformation``; ``update`` needs ``params``. Its updates have
+        the parameters' dtypes; gradients of another float dtype are cast to them first
+        (explicitly: float16 gradients of float32 parameters are computed on in float32).
 
     Raises:
-        TypeError: ``perturbation`` is not a ``Perturbation``; RandomDirection without
-            a key; a ``key`` that is not a PRNG key.
-        ValueError: ``update`` without ``params``.
+        TypeError: ``perturbation`` is not a ``Perturbation`` (``None`` included: the plain
+            base optimizer is ``optimizer`` itself); RandomDirection without a key; a ``key``
+            that is not a PRNG key; ``updates`` with a non-float leaf.
+        ValueError: ``update`` without ``params``; ``updates`` not shaped like ``params``.
 
     Examples:
         >>> import jax, jax.numpy as jnp, optax
@@ -285,6 +288,9 @@ def sharpness_aware_transform(
                                       None))
         _check_tree(updates, "updates")
         _same_structure(params, updates, "params", "updates")
+        # Gradients of another float dtype (float16 gradients of float32 parameters) are cast explicitly to
+        # the parameters' dtypes, in which the state (the stored h) and the updates live.
+        updates = jax.tree.map(lambda u, p: u.astype(p.dtype), updates, params)
 
         def ascent(_):
             if state.key is None:

@@ -234,3 +234,42 @@ def test_metrics_refuse_none_and_scalar_sticks():
         bnp.mask_union(None)
     with pytest.raises(ValueError, match=r"^nu: expected an array \[\.\.\., K\]"):
         bnp.stick_breaking_log_weights(0.5)
+
+
+# --- deep-fuzz findings (issue 15, second round) -------------------------------------------------------
+
+
+def test_bernoulli_process_logits_converts_ints_explicitly_and_refuses_infinite_log_pi():
+    import jax.numpy as jnp
+
+    out = bnp.bernoulli_process_logits(np.array([-2, -1], np.int32), np.int32(1))
+    ref = bnp.bernoulli_process_logits(np.array([-2.0, -1.0], np.float32), 1.0)
+    assert out.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(out), np.array([-2.0, -1.0]) - np.log1p(-np.exp([-2.0, -1.0])) + 1.0,
+                               rtol=1e-5)
+    for bad in (-np.inf, np.nan):
+        with pytest.raises(ValueError, match="^log_pi: expected finite values"):
+            bnp.bernoulli_process_logits(np.array([bad, -1.0]), 0.0)
+        with pytest.raises(ValueError, match="^log_pi: expected finite values"):
+            bnp.BernoulliProcessMask(np.array([bad, -1.0]), 0.0)
+    with pytest.raises(ValueError, match=r"^log_pi: expected values in \(-inf, 0\]"):
+        bnp.bernoulli_process_logits(np.array([0.5]), 0.0)
+
+
+def test_bernoulli_process_logits_checks_a_traced_log_pi_at_run_time():
+    import equinox as eqx
+    import jax
+
+    f = jax.jit(bnp.bernoulli_process_logits)
+    for bad in (0.5, -np.inf):
+        with pytest.raises((eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError), match="log_pi: expected"):
+            jax.block_until_ready(f(np.array([bad, -1.0], np.float32), np.float32(0.0)))
+
+
+def test_relaxed_bernoulli_accepts_a_finite_bfloat16_logit_of_1e30():
+    import jax.numpy as jnp
+
+    d = bnp.RelaxedBernoulli(0.3, jnp.asarray(1e30, jnp.bfloat16))
+    assert np.isfinite(float(d.logits))
+    assert np.isfinite(np.asarray(d.log_prob(np.full((3,), 0.5, np.float32)), np.float64)).all()

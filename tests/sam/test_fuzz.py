@@ -115,7 +115,7 @@ def _build(name, arg, kind, dtype):
         "obf_alpha": lambda: sam.obf_alpha(a("logits"), _labels(arg, kind), s("gamma", 1.0)),
         "obf_cotangent": lambda: sam.obf_cotangent(a("logits"), _labels(arg, kind), s("gamma", 1.0)),
         "obf_loss": lambda: sam.obf_loss(a("logits"), _labels(arg, kind),
-                                         bad_arr[:, 0] if arg == "alpha" and bad_arr is not None
+                                         bad_arr[:, 0] / 2 if arg == "alpha" and bad_arr is not None  # a in [0, 1]
                                          and kind != "shape" else (bad_arr if arg == "alpha" else jnp.ones(2))),
         "SAM": lambda: sam.SAM(s("rho")).perturb(good["float"](), None, 0.1),
         "ASAM": lambda: sam.ASAM(s("rho"), eta=s("eta", 0.01)).perturb(good["float"](), good["float"](), 0.1),
@@ -147,8 +147,9 @@ def _build(name, arg, kind, dtype):
         valid = np.dtype(dtype).kind == "f" or dtype is jnp.bfloat16  # any shape is a valid shape here
     if arg in SCALARS:
         valid = kind in ("valid", "zero") and not (kind == "zero" and arg in ("lr_max", "num_iters"))
-    if arg == "step_size" and kind == "none" or arg == "perturbation" and kind == "none":
-        valid = True  # the defaults: rho / num_steps, and the plain base optimizer
+    if arg == "step_size" and kind == "none" or arg == "perturbation" and kind == "none" \
+            and name != "sharpness_aware_transform":
+        valid = True  # the defaults: rho / num_steps, and the plain base optimizer (not a SAM transform's)
     return calls[name], valid
 
 
@@ -183,8 +184,9 @@ def _indices(kind):
 
 
 def _tx(tx, updates):
-    state = tx.init(updates if updates is not None else jnp.zeros((2, 3)))
-    return tx.update(updates, state, updates)[0]
+    """init at valid (2, 3) parameters, then one update call with the fuzzed ``updates`` at those parameters."""
+    params = _value("valid", np.float32)
+    return tx.update(updates, tx.init(params), params)[0]
 
 
 def _check(name, arg, kind, dtype):

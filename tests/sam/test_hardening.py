@@ -217,3 +217,79 @@ def test_bare_scalar_loss_gives_clear_type_error(entry):
     }
     with pytest.raises(TypeError, match=r"^loss_fn: expected a function returning \(loss, aux\)"):
         calls[entry]()
+
+
+# --- deep-fuzz findings (issue 15, second round) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ["step", "step_micro", "train", "ascent"])
+@pytest.mark.parametrize("labels", [[0, 1, 5, 0], [0, -1, 2, 0]])
+def test_obf_labels_are_range_checked_inside_step_and_train(entry, labels):
+    batch = {"x": _BATCH["x"], "label": jnp.array(labels, jnp.int32)}
+    opt, obf = optax.sgd(0.1), sam.OBF()
+    calls = {
+        "step": lambda: sam.step(_loss, _W, sam.init(_W, opt), batch, optimizer=opt, perturbation=sam.SAM(0.05),
+                                 perturbation_loss=obf),
+        "step_micro": lambda: sam.step(_loss, _W, sam.init(_W, opt), batch, optimizer=opt, perturbation=sam.SAM(0.05),
+                                       perturbation_loss=obf, num_micro_batches=2),
+        "train": lambda: sam.train(_loss, _W, batch, jnp.array([[0, 1], [2, 3]]), optimizer=opt,
+                                   perturbation=sam.SAM(0.05), perturbation_loss=obf),
+        "ascent": lambda: sam.ascent_gradient(_loss, _W, batch, obf),
+    }
+    where = "data" if entry == "train" else "batch"
+    with pytest.raises(RUNTIME, match=rf"{where}\[label\]: expected OBF class indices in \[0, 3\)"):
+        jax.block_until_ready(calls[entry]())
+
+
+def test_obf_soft_labels_are_checked_inside_step():
+    opt = optax.sgd(0.1)
+
+    def loss(w, _, b):
+        logits = b["x"] @ w
+        return optax.softmax_cross_entropy(logits, b["label"]).mean(), {"logits": logits}
+
+    good = jax.nn.one_hot(jnp.array([0, 1, 2, 0]), 3)
+    out = sam.step(loss, _W, sam.init(_W, opt), {"x": _BATCH["x"], "label": good}, optimizer=opt,
+                   perturbation=sam.SAM(0.05), perturbation_loss=sam.OBF())
+    assert np.isfinite(np.asarray(out.params)).all()
+    with pytest.raises(RUNTIME, match=r"batch\[label\]: expected OBF one-hot or soft labels"):
+        jax.block_until_ready(sam.step(loss, _W, sam.init(_W, opt), {"x": _BATCH["x"], "label": 2.0 * good},
+                                       optimizer=opt, perturbation=sam.SAM(0.05), perturbation_loss=sam.OBF()))
+
+
+def test_obf_loss_refuses_alpha_outside_the_unit_interval():
+    logits = jnp.zeros((2, 3))
+    for a in (jnp.array([-0.5, 0.5]), jnp.array([0.5, 1.5])):
+        with pytest.raises(ValueError, match=r"^alpha: expected values in \[0, 1\]"):
+            sam.obf_loss(logits, jnp.array([0, 1]), a)
+    with pytest.raises(RUNTIME, match="alpha: expected OBF weights"):
+        jax.block_until_ready(jax.jit(lambda a: sam.obf_loss(logits, jnp.array([0, 1]), a))(jnp.array([0.5, 2.0])))
+
+
+def test_default_weight_mask_refuses_int_leaves_like_every_params_argument():
+    with pytest.raises(TypeError, match="^params: expected a pytree of float arrays"):
+        sam.default_weight_mask({"w": jnp.ones((2, 2), jnp.int32)})
+    assert sam.default_weight_mask({"w": jnp.ones((2, 2)), "b": jnp.ones(2)}) == {"w": True, "b": False}
+
+
+@pytest.mark.parametrize("make", [lambda: sam.asam_adversary(0.5),
+                                  lambda: sam.sharpness_aware_transform(optax.sgd(0.1), sam.SAM(0.05))])
+def test_transforms_refuse_updates_shaped_unlike_params(make):
+    tx, w = make(), jnp.ones((2, 3))
+    with pytest.raises(ValueError, match="^(updates|params): expected leaves with the shapes of"):
+        tx.update(jnp.ones(4), tx.init(w), w)
+
+
+def test_sharpness_aware_transform_refuses_none_and_casts_half_updates_to_the_params_dtype():
+    with pytest.raises(TypeError, match="^perturbation: expected a Perturbation"):
+        sam.sharpness_aware_transform(optax.sgd(0.1), None)
+    tx = sam.sharpness_aware_transform(optax.sgd(0.1), sam.GSAM(0.05, alpha=0.1))
+    w = jnp.array([1.0, 2.0], jnp.float32)
+    g16 = jnp.array([0.5, -0.25], jnp.float16)  # exact in float16
+    u, s = tx.update(g16, tx.init(w), w)
+    assert u.dtype == jnp.float32 and s.ascent.dtype == jnp.float32
+    np.testing.assert_array_equal(np.asarray(s.ascent), [0.5, -0.25])
+    u2, s2 = tx.update(g16, s, w + u)
+    ref_u, ref_s = tx.update(g16.astype(jnp.float32), tx.init(w), w)
+    ref_u2, _ = tx.update(g16.astype(jnp.float32), ref_s, w + ref_u)
+    np.testing.assert_allclose(np.asarray(u2), np.asarray(ref_u2), rtol=1e-6)
