@@ -53,8 +53,10 @@ from .grouped import load_hsb82
 from .images import NATURAL_IMAGES, load_image
 from .lalonde import LALONDE_CONTROLS, LALONDE_COVARIATES, LALONDE_TREATED, load_lalonde
 from .mnist import load_mnist
+from .models import ENGLISH_PROSE_FILES, SMOLLM2_GGUF, english_prose, smollm2_gguf
 
 __all__ = [
+    "ENGLISH_PROSE_FILES",
     "EVENT_DATASETS",
     "LALONDE_CONTROLS",
     "LALONDE_COVARIATES",
@@ -64,11 +66,13 @@ __all__ = [
     "PGMPY_GAUSSIAN_NETWORKS",
     "SACHS_CONDITION_SIZES",
     "SACHS_PROTEINS",
+    "SMOLLM2_GGUF",
     "TWEET_SOURCES",
     "DataUnavailableError",
     "TaskSequence",
     "cache_dir",
     "cached_arrays",
+    "english_prose",
     "event_splits",
     "load_coal_mining",
     "load_digits",
@@ -86,6 +90,7 @@ __all__ = [
     "sample_discrete_network",
     "sample_linear_gaussian_network",
     "sha256",
+    "smollm2_gguf",
     "split_digits",
     "split_mnist",
     "split_tasks",

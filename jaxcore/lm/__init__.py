@@ -18,6 +18,7 @@ The main workflow::
 """
 
 from .decoding import GenerateResult, generate
+from .interop import to_transformers
 from .model import (
     ForwardResult,
     Intervention,
@@ -30,10 +31,23 @@ from .model import (
 )
 from .processors import Chain, LogitsProcessor, Temperature, TopK, TopP, chain
 from .scoring import perplexity, sequence_logprob, token_logprobs
+from .smollm2 import load_smollm2
+from .tokenizer import Tokenizer
+from .weights import (
+    GGUF_TYPES,
+    dequantize,
+    gguf_arrays,
+    gguf_metadata,
+    llama_config_from_gguf,
+    llama_from_arrays,
+    llama_from_gguf,
+    metadata_of,
+)
 
 __all__ = [
     "Chain",
     "ForwardResult",
+    "GGUF_TYPES",
     "GenerateResult",
     "Intervention",
     "Llama",
@@ -41,14 +55,24 @@ __all__ = [
     "LlamaLayers",
     "LogitsProcessor",
     "Temperature",
+    "Tokenizer",
     "TopK",
     "TopP",
     "chain",
+    "dequantize",
     "forward",
     "forward_hidden",
     "generate",
+    "gguf_arrays",
+    "gguf_metadata",
+    "llama_config_from_gguf",
+    "llama_from_arrays",
+    "llama_from_gguf",
+    "load_smollm2",
+    "metadata_of",
     "perplexity",
     "random_llama",
     "sequence_logprob",
+    "to_transformers",
     "token_logprobs",
 ]
