@@ -27,6 +27,7 @@ References:
 """
 
 from .attacks import substitution_attack
+from .bias import BiasResult, permutation_bias
 from .context import context_hash, context_windows, secret_words
 from .detection import DetectionResult, binomial_sf, detect, green_mask
 from .permutation import PERMUTATION_METHODS, token_positions, vocab_positions
@@ -35,6 +36,7 @@ from .reweight import dip_reweight, kgw_reweight
 
 __all__ = [
     "KGW",
+    "BiasResult",
     "PERMUTATION_METHODS",
     "DetectionResult",
     "DiPmark",
@@ -46,6 +48,7 @@ __all__ = [
     "dip_reweight",
     "green_mask",
     "kgw_reweight",
+    "permutation_bias",
     "secret_words",
     "substitution_attack",
     "token_positions",

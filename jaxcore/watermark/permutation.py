@@ -9,7 +9,7 @@ A keyed bijection of the index set instead gives a token's position in O(1):
   x = a w + b, a < u, b < w;
 - apply r rounds of (a, b) <- (b, (a + F_i(b)) mod u), the radices swapping each round
   (a mixed-radix Feistel network, as in the NIST FF1/FF3 format-preserving ciphers), with
-  F_i(b) = floor(hi16(mix(b xor k_i)) u / 2^16) and round keys k_i = mix(seed + mix(s_0 xor i phi))
+  F_i(b) = floor(hi16(mix(b xor k_i)) u / 2^16) and round keys k_i = mix(seed + mix(mix(s_0 xor i phi) + s_1))
   from the context hash ``seed`` and the secret;
 - cycle-walk: apply the network again while the result is >= V (a bijection of [0, u w)
   restricted this way is a bijection of [0, V); Black & Rogaway 2002). SmolLM2's V = 49,152 =
@@ -50,7 +50,7 @@ DEFAULT_ROUNDS = 6
 
 
 def radices(vocab_size: int) -> tuple[int, int]:
-    """(u, w): the two radices of the network's domain [0, u w), u w >= V as small as possible, u <= w near sqrt(V).
+    """(u, w): the two radices of the network's domain [0, u w), u w >= V as small as possible, both near sqrt(V).
 
     V = 49,152 = 192 x 256 is covered exactly (no cycle-walking); a prime V gets u w - V < u.
     Both radices are >= 2 for V >= 3 (a radix of 1 would leave only the cyclic shifts).
@@ -60,7 +60,7 @@ def radices(vocab_size: int) -> tuple[int, int]:
     u = math.isqrt(v - 1) + 1
     while u >= min(2, v - 1) and 4 * u * u >= v:
         w = -(-v // u)
-        cost = (u * w - v, w - u)
+        cost = (u * w - v, abs(w - u), u)
         if best is None or cost < best[0]:
             best = (cost, u, w)
         u -= 1
@@ -69,7 +69,7 @@ def radices(vocab_size: int) -> tuple[int, int]:
 
 def _round_keys(secret: UInt32[Array, "2"], seed: UInt32[Array, "..."], num_rounds: int) -> UInt32[Array, "... r"]:
     consts = jnp.asarray([(i + 1) * GOLDEN & 0xFFFFFFFF for i in range(num_rounds)], jnp.uint32)
-    per_round = mix32(secret[0] ^ consts)  # [r]
+    per_round = mix32(mix32(secret[0] ^ consts) + secret[1])  # [r]: both key words
     return mix32(seed.astype(jnp.uint32)[..., None] + per_round)
 
 
