@@ -13,11 +13,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxcore._util import check_int, check_key, expected
+from jaxcore._util import Progress, ProgressArg, check_int, check_key, check_progress, expected
 
+from ._checks import host_array
 from .dynamic_programming import _subset_lse
 from .graphs import _acyclic_residual, _adj_to_parents, _check_square, _compress, _expand, _is_dag_jit, _parents_to_adj
-from ._checks import host_array
 from .samples import DAGSamples
 from .scores import ScoreTable, as_score_table
 
@@ -69,9 +69,10 @@ def _as_samples(parents, dtype):
     return DAGSamples(adj, jnp.full((adj.shape[0],), 1.0 / adj.shape[0], dtype))
 
 
-@functools.partial(jax.jit, static_argnames=("num_chains", "num_samples", "thin", "burn_in"))
-def _structure(key, table, init_parents, num_chains, num_samples, thin, burn_in):
+@functools.partial(jax.jit, static_argnames=("num_chains", "num_samples", "thin", "burn_in", "progress"))
+def _structure(key, table, init_parents, num_chains, num_samples, thin, burn_in, progress=False):
     d = table.shape[0]
+    prog = Progress(progress, num_samples, "structure MCMC")
 
     def step(state, k):
         parents, score = state
@@ -100,11 +101,13 @@ def _structure(key, table, init_parents, num_chains, num_samples, thin, burn_in)
         kb, ks = jax.random.split(k)
         state, _ = jax.lax.scan(step, state, jax.random.split(kb, burn_in)) if burn_in else (state, None)
 
-        def draw(state, kk):
+        def draw(state, xs):
+            kk, idx = xs
             state, acc = jax.lax.scan(step, state, jax.random.split(kk, thin))
+            prog.update(idx)  # the draw index is shared by all chains: one report per draw, not per chain
             return state, (state[0], state[1], jnp.mean(acc))
 
-        _, (ps, scores, acc) = jax.lax.scan(draw, state, jax.random.split(ks, num_samples))
+        _, (ps, scores, acc) = jax.lax.scan(draw, state, (jax.random.split(ks, num_samples), jnp.arange(num_samples)))
         return ps, jnp.mean(acc), scores
 
     keys = jax.random.split(key, num_chains)
@@ -121,6 +124,7 @@ def structure_mcmc(
     thin: int = 10,
     burn_in: int = 1000,
     init: jax.Array | None = None,
+    progress: ProgressArg = False,
 ) -> MCMCResult:
     """Structure MCMC (Madigan & York 1995) with add / delete / reverse moves.
 
@@ -140,13 +144,16 @@ def structure_mcmc(
         thin: steps between kept draws.
         burn_in: steps discarded first.
         init: optional ``[num_chains, d, d]`` or ``[d, d]`` starting DAGs (default: empty graphs).
+        progress: ``False`` (default), ``True`` (a progress bar over the kept draws) or
+            ``fn(draws_done, {})``, called on the host about 100 times per run.
 
     Returns:
         :class:`MCMCResult`: ``num_chains * num_samples`` equally weighted draws, the per-chain
         acceptance rates and the log-score trace.
 
     Raises:
-        TypeError: ``key`` is not a PRNG key; ``table`` is not a :class:`ScoreTable`.
+        TypeError: ``key`` is not a PRNG key; ``table`` is not a :class:`ScoreTable`; ``progress`` is
+            neither a bool nor a callable.
         ValueError: ``d < 2``, non-positive counts, or a cyclic / wrongly shaped ``init``.
 
     References:
@@ -177,12 +184,13 @@ def structure_mcmc(
         p0 = jnp.broadcast_to(_adj_to_parents(a), (num_chains, d))
         if not bool(jnp.all(_is_dag_jit(a))):
             raise ValueError(expected("init", "acyclic graphs (DAGs)", "a directed cycle or self-loop", raw=True))
-    return _structure(key, t.table, p0, num_chains, num_samples, thin, burn_in)
+    return _structure(key, t.table, p0, num_chains, num_samples, thin, burn_in, check_progress(progress))
 
 
-@functools.partial(jax.jit, static_argnames=("num_chains", "num_samples", "thin", "burn_in"))
-def _order(key, table, num_chains, num_samples, thin, burn_in):
+@functools.partial(jax.jit, static_argnames=("num_chains", "num_samples", "thin", "burn_in", "progress"))
+def _order(key, table, num_chains, num_samples, thin, burn_in, progress=False):
     d = table.shape[0]
+    prog = Progress(progress, num_samples, "order MCMC")
     alpha = _subset_lse(table)
     nodes = jnp.arange(d, dtype=jnp.int32)
     cidx = jnp.arange(1 << (d - 1), dtype=jnp.int32)
@@ -219,12 +227,14 @@ def _order(key, table, num_chains, num_samples, thin, burn_in):
         if burn_in:
             state, _ = jax.lax.scan(step, state, jax.random.split(kb, burn_in))
 
-        def draw(state, kk):
+        def draw(state, xs):
+            kk, idx = xs
             k_steps, k_dag = jax.random.split(kk)
             state, acc = jax.lax.scan(step, state, jax.random.split(k_steps, thin))
+            prog.update(idx)
             return state, (sample_dag(state[0], k_dag), state[1], jnp.mean(acc))
 
-        _, (ps, scores, acc) = jax.lax.scan(draw, state, jax.random.split(ks, num_samples))
+        _, (ps, scores, acc) = jax.lax.scan(draw, state, (jax.random.split(ks, num_samples), jnp.arange(num_samples)))
         return ps, jnp.mean(acc), scores
 
     ps, acc, scores = jax.vmap(chain)(jax.random.split(key, num_chains))
@@ -239,6 +249,7 @@ def order_mcmc(
     num_samples: int = 1000,
     thin: int = 5,
     burn_in: int = 500,
+    progress: ProgressArg = False,
 ) -> MCMCResult:
     """Order MCMC (Friedman & Koller 2003): Metropolis-Hastings over node orders, one DAG per kept order.
 
@@ -252,7 +263,7 @@ def order_mcmc(
         key: PRNG key (``jax.random.key``).
         table: :class:`ScoreTable` of local log scores + local log prior, ``d >= 2``; d up to
             ~14 (each draw touches ``d 2**(d-1)`` entries).
-        num_chains, num_samples, thin, burn_in: as in :func:`structure_mcmc`.
+        num_chains, num_samples, thin, burn_in, progress: as in :func:`structure_mcmc`.
 
     Returns:
         :class:`MCMCResult` with ``num_chains * num_samples`` equally weighted draws (the
@@ -276,4 +287,4 @@ def order_mcmc(
         ((20, 3, 3), 1.0)
     """
     t = _check(key, table, num_chains, num_samples, thin, burn_in)
-    return _order(key, t.table, num_chains, num_samples, thin, burn_in)
+    return _order(key, t.table, num_chains, num_samples, thin, burn_in, check_progress(progress))

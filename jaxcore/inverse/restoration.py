@@ -50,11 +50,14 @@ import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from jaxcore._util import (
+    Progress,
+    ProgressArg,
     check_bool,
     check_choice,
     check_int,
     check_key,
     check_ndim,
+    check_progress,
     check_scalar,
     error_if,
     expected,
@@ -326,7 +329,8 @@ def _validate(key, y, operator, denoiser, schedule, sigma_y, x0, x_true, *, rand
     return key, y, x0, x_true, sigma_y, schedule
 
 
-def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip: bool, track: bool, sigma_y):
+def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip: bool, track: bool, sigma_y,
+          progress: ProgressArg = False, description: str = "restoration"):
     """Scan ``x <- step(x, sigma, alpha, delta, key_k)`` along the schedule (``key_k`` None without a key).
 
     ``schedule`` and ``sigma_y`` were checked by the caller (:func:`_validate`, the schedule
@@ -334,13 +338,14 @@ def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip
     so it holds no run-time checks; on a GPU a check in the body is a conditional whose predicate
     the host reads at every iteration.
     """
-    xs = (schedule.sigma, schedule.alpha, schedule.step_size)
+    xs = (schedule.sigma, schedule.alpha, schedule.step_size, jnp.arange(schedule.num_steps))
     if key is not None:
         xs = xs + (jax.random.split(key, schedule.num_steps),)
+    prog = Progress(progress, schedule.num_steps, description)
 
     def body(x, inp):
-        sig, alp, dlt = inp[:3]
-        k = inp[3] if key is not None else None
+        sig, alp, dlt, index = inp[:4]
+        k = inp[4] if key is not None else None
         with trusted_values(sig, dlt, sigma_y):
             x = step(x, sig, alp, dlt, k)
         if clip:
@@ -349,6 +354,7 @@ def _loop(step: Callable, x0, y, operator, schedule: Schedule, key, x_true, clip
         if track:
             fid = operator.data_fidelity(x, y, 1.0)
             out = (_psnr(x, x_true, 1.0) if x_true is not None else jnp.zeros((), x.dtype), fid)
+        prog.update(index)  # the step index only: under restore_batch's vmap, one report for the batch
         return x, out
 
     x, out = jax.lax.scan(body, x0, xs)
@@ -401,7 +407,8 @@ def _pnp_hqs_step(operator, denoiser, y, sigma_y):
 
 
 def _restore(kind: str, key, y, x0, operator, denoiser, schedule, sigma_y, x_true, *, num_samples: int = 1,
-             prox: bool = False, antithetic: bool = False, clip: bool = True, track: bool = False):
+             prox: bool = False, antithetic: bool = False, clip: bool = True, track: bool = False,
+             progress: ProgressArg = False):
     """One restoration of ``y`` by method ``kind`` on checked arguments (traced code, no checks).
 
     Runs in ``x0``'s (default ``y``'s) dtype, half precision in float32; ``x`` is cast back."""
@@ -411,12 +418,12 @@ def _restore(kind: str, key, y, x0, operator, denoiser, schedule, sigma_y, x_tru
     y, x0, x_true, sigma_y = cast(y), cast(x0), cast(x_true), cast(sigma_y)
     schedule = Schedule(*(a.astype(work) for a in schedule))
     res = _restore_cast(kind, key, y, x0, operator, denoiser, schedule, sigma_y, x_true, num_samples=num_samples,
-                        prox=prox, antithetic=antithetic, clip=clip, track=track)
+                        prox=prox, antithetic=antithetic, clip=clip, track=track, progress=progress)
     return res._replace(x=res.x.astype(out_dtype))
 
 
 def _restore_cast(kind, key, y, x0, operator, denoiser, schedule, sigma_y, x_true, *, num_samples, prox,
-                  antithetic, clip, track):
+                  antithetic, clip, track, progress=False):
     if kind == "snore":
         step = _snore_step(operator, denoiser, y, sigma_y, num_samples, prox, antithetic)
     elif kind == "red":
@@ -425,15 +432,17 @@ def _restore_cast(kind, key, y, x0, operator, denoiser, schedule, sigma_y, x_tru
         step, key = _pnp_pgd_step(operator, denoiser, y, sigma_y), None
     else:
         step, key = _pnp_hqs_step(operator, denoiser, y, sigma_y), None
-    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track, sigma_y)
+    return _loop(step, y if x0 is None else x0, y, operator, schedule, key, x_true, clip, track, sigma_y,
+                 progress, kind)
 
 
 #: The compiled program of every method (one compilation per method, options, operator type and shapes).
 _restore_program = eqx.filter_jit(_restore)
 
 
-def _options(clip, track, **more):
-    out = {"clip": check_bool(clip, "clip"), "track": check_bool(track, "track")}
+def _options(clip, track, progress=False, **more):
+    out = {"clip": check_bool(clip, "clip"), "track": check_bool(track, "track"),
+           "progress": check_progress(progress)}
     for name, v in more.items():
         out[name] = check_bool(v, name)
     return out
@@ -454,6 +463,7 @@ def snore(
     clip: bool = True,
     x_true: Float[Array, "H W C"] | None = None,
     track: bool = False,
+    progress: ProgressArg = False,
 ) -> RestorationResult:
     """SNORE: stochastic gradient descent on ``F(x, y) + alpha R_sigma(x)``.
 
@@ -477,6 +487,8 @@ def snore(
         clip: project each iterate on [0, 1] (static).
         x_true: clean image for PSNR tracking.
         track: also return per-step PSNR and ``F(x_k, y) sigma_y^2`` (static).
+        progress: ``False`` (default), ``True`` (a progress bar over the steps) or
+            ``fn(steps_done, {})``, called on the host about 100 times per run.
 
     Returns:
         :class:`RestorationResult`: ``x [H, W, C]`` in ``y``'s (or ``x0``'s) dtype, and with
@@ -508,7 +520,7 @@ def snore(
     key, y, x0, x_true, sigma_y, schedule = _validate(key, y, operator, denoiser, schedule, sigma_y, x0, x_true,
                                                       random=True, sigma_positive=True)
     num_samples = check_int(num_samples, "num_samples", minimum=1)
-    opts = _options(clip, track, prox=prox, antithetic=antithetic)
+    opts = _options(clip, track, progress, prox=prox, antithetic=antithetic)
     return _restore_program("snore", key, y, x0, operator, denoiser, schedule, sigma_y, x_true,
                             num_samples=num_samples, **opts)
 
@@ -586,6 +598,7 @@ def red(
     clip: bool = True,
     x_true: Float[Array, "H W C"] | None = None,
     track: bool = False,
+    progress: ProgressArg = False,
 ) -> RestorationResult:
     """RED: gradient descent ``x <- x - delta (grad F(x) + alpha/sigma^2 (x - D_sigma(x)))``.
 
@@ -594,7 +607,7 @@ def red(
     Args:
         key: None, or a PRNG key, which is not used: RED is deterministic (the argument keeps
             the one signature of :data:`METHODS`).
-        y, operator, denoiser, schedule, sigma_y, x0, clip, x_true, track: as in :func:`snore`.
+        y, operator, denoiser, schedule, sigma_y, x0, clip, x_true, track, progress: as in :func:`snore`.
         prox: RED-Prox (static).
 
     Returns:
@@ -618,7 +631,7 @@ def red(
     key, y, x0, x_true, sigma_y, schedule = _validate(key, y, operator, denoiser, schedule, sigma_y, x0, x_true,
                                                       random=False, sigma_positive=True)
     return _restore_program("red", None, y, x0, operator, denoiser, schedule, sigma_y, x_true,
-                            **_options(clip, track, prox=prox))
+                            **_options(clip, track, progress, prox=prox))
 
 
 def red_prox(key: PRNGKeyArray | None, y, operator, denoiser, schedule: Schedule, sigma_y,
@@ -653,6 +666,7 @@ def pnp_pgd(
     clip: bool = True,
     x_true: Float[Array, "H W C"] | None = None,
     track: bool = False,
+    progress: ProgressArg = False,
 ) -> RestorationResult:
     """Plug-and-play proximal gradient descent ``x <- D_sigma(x - tau grad F(x))``.
 
@@ -660,7 +674,7 @@ def pnp_pgd(
 
     Args:
         key: None or an unused PRNG key (PnP-PGD is deterministic), as in :func:`red`.
-        y, operator, denoiser, schedule, sigma_y, x0, clip, x_true, track: as in :func:`snore`.
+        y, operator, denoiser, schedule, sigma_y, x0, clip, x_true, track, progress: as in :func:`snore`.
 
     Returns:
         :class:`RestorationResult`, as :func:`snore`.
@@ -683,7 +697,7 @@ def pnp_pgd(
     key, y, x0, x_true, sigma_y, schedule = _validate(key, y, operator, denoiser, schedule, sigma_y, x0, x_true,
                                                       random=False, sigma_positive=False)
     return _restore_program("pnp_pgd", None, y, x0, operator, denoiser, schedule, sigma_y, x_true,
-                            **_options(clip, track))
+                            **_options(clip, track, progress))
 
 
 def pnp_hqs(
@@ -698,6 +712,7 @@ def pnp_hqs(
     clip: bool = True,
     x_true: Float[Array, "H W C"] | None = None,
     track: bool = False,
+    progress: ProgressArg = False,
 ) -> RestorationResult:
     """Plug-and-play half-quadratic splitting ``x <- D_sigma(prox_{tau F}(x))``.
 
@@ -705,7 +720,7 @@ def pnp_hqs(
 
     Args:
         key: None or an unused PRNG key (PnP-HQS is deterministic), as in :func:`red`.
-        y, operator, denoiser, schedule, sigma_y, x0, clip, x_true, track: as in :func:`snore`.
+        y, operator, denoiser, schedule, sigma_y, x0, clip, x_true, track, progress: as in :func:`snore`.
 
     Returns:
         :class:`RestorationResult`, as :func:`snore`.
@@ -728,7 +743,7 @@ def pnp_hqs(
     key, y, x0, x_true, sigma_y, schedule = _validate(key, y, operator, denoiser, schedule, sigma_y, x0, x_true,
                                                       random=False, sigma_positive=False)
     return _restore_program("pnp_hqs", None, y, x0, operator, denoiser, schedule, sigma_y, x_true,
-                            **_options(clip, track))
+                            **_options(clip, track, progress))
 
 
 #: Every restoration method by name, all called as ``METHODS[name](key, y, operator, denoiser, schedule,

@@ -62,3 +62,21 @@ def test_errors():
         order_mcmc(jax.random.key(0), np.zeros((3, 4)))
     with pytest.raises(TypeError, match="key: expected a jax.random.key"):
         structure_mcmc(0, ScoreTable(np.zeros((3, 4))))
+
+
+@pytest.mark.parametrize("sampler", ["structure", "order"])
+def test_progress_reports_draws_and_leaves_the_chain_unchanged(sampler):
+    import numpy as np
+
+    from jaxcore.causal import bge_local_scores, order_mcmc, structure_mcmc
+
+    fn = structure_mcmc if sampler == "structure" else order_mcmc
+    table = bge_local_scores(np.random.default_rng(0).normal(size=(40, 3)))
+    kw = dict(num_chains=2, num_samples=20, thin=1, burn_in=0)
+    seen = []
+    with_bar = fn(jax.random.key(3), table, progress=lambda step, metrics: seen.append(step), **kw)
+    plain = fn(jax.random.key(3), table, **kw)
+    np.testing.assert_array_equal(with_bar.samples.adjacency, plain.samples.adjacency)
+    assert seen == list(range(1, 21))  # one report per draw for all chains together (20 draws: every 1)
+    with pytest.raises(TypeError, match="progress: expected a bool or a callable"):
+        fn(jax.random.key(3), table, progress="yes", **kw)

@@ -314,3 +314,17 @@ def test_second_call_does_not_recompile(compiles):
         restore_batch(keys2, ys, op, den, other, sigma_y, method="snore")
     assert len(c) == 0
 
+
+
+def test_progress_reports_steps_and_leaves_the_result_unchanged():
+    from jaxcore.inverse import GaussianMMSEDenoiser, Identity, red, snore
+
+    y = jnp.full((4, 4, 1), 0.6)
+    den, sched = GaussianMMSEDenoiser(0.5, 0.01), constant_schedule(6, sigma=0.05, step_size=1e-3)
+    for fn, key in ((snore, jax.random.key(0)), (red, None)):
+        seen = []
+        shown = fn(key, y, Identity(), den, sched, 0.05, progress=lambda step, m: seen.append(step))
+        np.testing.assert_array_equal(shown.x, fn(key, y, Identity(), den, sched, 0.05).x)
+        assert seen == [1, 2, 3, 4, 5, 6], fn.__name__
+        with pytest.raises(TypeError, match="progress: expected a bool or a callable"):
+            fn(key, y, Identity(), den, sched, 0.05, progress="on")

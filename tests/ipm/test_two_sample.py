@@ -92,3 +92,20 @@ def test_second_call_with_same_shapes_does_not_recompile():
     size = program._cache_size()
     permutation_test(jax.random.key(1), x ** 3, x, statistic="lower_bound", num_permutations=19)
     assert program._cache_size() == size
+
+
+def test_permutation_test_progress_reports_chunks_and_keeps_the_null():
+    import numpy as np
+
+    from jaxcore.ipm import permutation_test
+
+    x = jnp.array([[0.0, 0.1], [0.2, 0.3], [0.1, 0.2], [0.4, 0.1]])
+    seen = []
+    kw = dict(statistic="lower_bound", num_permutations=23)
+    plain = permutation_test(jax.random.key(0), x, x + 0.3, **kw)
+    shown = permutation_test(jax.random.key(0), x, x + 0.3, progress=lambda done, m: seen.append(done), **kw)
+    np.testing.assert_array_equal(shown.null_statistics, plain.null_statistics)
+    assert float(shown.p_value) == float(plain.p_value)
+    assert seen == [2 * i for i in range(1, 12)] + [23]  # 12 chunks of 2 relabellings, the last one short
+    with pytest.raises(TypeError, match="progress: expected a bool or a callable"):
+        permutation_test(jax.random.key(0), x, x, progress=1.5, **kw)
