@@ -207,12 +207,28 @@ def _is_inexact(x: Any) -> bool:
     return eqx.is_array(x) and jnp.issubdtype(x.dtype, jnp.inexact)
 
 
+def _mean_leading(x: Array) -> Array:
+    """Mean over the leading (micro-batch) axis, summed pairwise over contiguous halves, in >= float32.
+
+    ``jnp.mean(x, axis=0)`` is lowered by XLA:CPU to a reduction over the major dimension that runs
+    20-120x slower than this (measured: [8, 256, 256] float32, 4.8 ms vs 0.16 ms); halving keeps
+    every step a contiguous elementwise add that fuses, and sums pairwise (no worse rounding).
+    """
+    n = x.shape[0]
+    x = x.astype(jnp.promote_types(x.dtype, jnp.float32))
+    while x.shape[0] > 1:
+        h = x.shape[0] // 2
+        y = x[:h] + x[h:2 * h]
+        x = jnp.concatenate([y, x[2 * h:]], axis=0) if x.shape[0] % 2 else y
+    return x[0] / n
+
+
 def _reduce_state(tree: PyTree, axis_name: str | None) -> PyTree:
     """Mean of float leaves over the leading micro-batch axis (and devices); first entry of others."""
 
     def red(x):
         if _is_inexact(x):
-            x = jnp.mean(x, axis=0)
+            x = _mean_leading(x).astype(x.dtype)
             return jax.lax.pmean(x, axis_name) if axis_name is not None else x
         return x[0] if eqx.is_array(x) else x
 
@@ -381,7 +397,7 @@ def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, a
     if k == 1:
         d = jax.tree.map(lambda x: x[0], ds)
     else:
-        d = jax.tree.map(lambda x: jnp.mean(x.astype(jnp.promote_types(x.dtype, jnp.float32)), axis=0).astype(x.dtype), ds)
+        d = jax.tree.map(lambda x: _mean_leading(x).astype(x.dtype), ds)
     loss, loss_p = jnp.mean(losses), jnp.mean(losses_p)
     if k == 1:
         # Same expression as inside the perturbation's normalisation, so XLA shares it (no extra pass over h).

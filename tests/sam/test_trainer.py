@@ -410,3 +410,13 @@ def test_keys_are_checked_and_none_is_the_deterministic_path(x64):
     a = step(loss_fn, params, st, batch, optimizer=opt, perturbation=SAM(0.1))
     b = step(loss_fn, params, st, batch, key=jax.random.key(5), optimizer=opt, perturbation=SAM(0.1))
     np.testing.assert_array_equal(_flat(a.params), _flat(b.params))  # SAM does not use the key
+
+
+def test_micro_batch_mean_by_halving_equals_the_mean_for_every_count():
+    """The step's pairwise (halving) mean over the micro-batch axis is jnp.mean to float rounding (k odd, even, 1)."""
+    from jaxcore.sam.trainer import _mean_leading
+
+    x = jax.random.normal(jax.random.key(3), (13, 5, 4))
+    for k in (1, 2, 3, 7, 8, 13):
+        np.testing.assert_allclose(np.asarray(_mean_leading(x[:k])), np.asarray(x[:k]).mean(0), rtol=1e-6, atol=1e-7)
+    assert _mean_leading(x.astype(jnp.bfloat16)).dtype == jnp.float32  # accumulated in >= float32
