@@ -1,0 +1,349 @@
+"""Average treatment effect estimators behind one interface: ``estimator(data, ...) -> ATEResult``.
+
+Every estimator is vmapped over the ``B`` data sets of an :class:`EffectData` and returns the
+estimate and its standard error per data set:
+
+- :func:`difference_in_means`: ``mean(Y | T=1) - mean(Y | T=0)``, Welch standard error;
+- :func:`ipw`: inverse propensity weighting (Hajek, normalised within each arm) with a ridge
+  logistic propensity model fitted by Newton's method on standardised covariates;
+- :func:`aipw`: augmented IPW (doubly robust) with ridge linear outcome models per arm;
+- :func:`weighted_ate`: the weighted difference ``sum_{T=1} w_i Y_i - sum_{T=0} w_i Y_i`` for any
+  unit weights (balancing weights of :func:`balancing_ate` or of CInA);
+- :func:`balancing_ate`: optimal kernel balancing (the SVM dual, :func:`balancing_dual`) then
+  :func:`weighted_ate`.
+
+Standard errors: IPW and AIPW from the empirical influence function (the propensity and
+outcome fits treated as known, the usual plug-in); weighted estimators conditional on the
+weights, ``SE^2 = sum_{T=1} w_i^2 (Y_i - mu_1)^2 + sum_{T=0} w_i^2 (Y_i - mu_0)^2`` with
+``mu_t`` the weighted arm means.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from jaxcore._util import check_int, check_nonnegative, check_positive, check_range, check_shape
+
+from .data import EffectData
+from .dual import balancing_dual
+from .kernels import _standardize, kernel_matrix
+
+__all__ = ["ATEResult", "aipw", "balancing_ate", "difference_in_means", "ipw", "propensity", "weighted_ate"]
+
+
+class ATEResult(NamedTuple):
+    """An average treatment effect estimate per data set.
+
+    Attributes:
+        estimate: ``[B]`` the ATE estimate (outcome units).
+        std_error: ``[B]`` its standard error.
+        weights: ``[B, N]`` the unit weights the estimate uses, summing to 1 within each arm
+            (difference in means: ``1 / n_arm``; IPW and AIPW: the normalised inverse propensities;
+            balancing and CInA: the balancing weights); 0 on padding.
+
+    Examples:
+        >>> ATEResult._fields
+        ('estimate', 'std_error', 'weights')
+    """
+
+    estimate: Float[Array, " B"]
+    std_error: Float[Array, " B"]
+    weights: Float[Array, "B N"]
+
+
+def _arms(data: EffectData):
+    m = data.mask.astype(data.x.dtype)
+    t = data.treatment * m
+    return t, (1.0 - data.treatment) * m
+
+
+def _weighted_one(w, y, t, c):
+    w1 = w * t / jnp.sum(w * t)
+    w0 = w * c / jnp.sum(w * c)
+    mu1, mu0 = jnp.sum(w1 * y), jnp.sum(w0 * y)
+    var = jnp.sum(w1**2 * (y - mu1) ** 2) + jnp.sum(w0**2 * (y - mu0) ** 2)
+    return mu1 - mu0, jnp.sqrt(var), w1 + w0
+
+
+@jax.jit
+def _weighted_jit(weights: jnp.ndarray, data: EffectData) -> ATEResult:
+    t, c = _arms(data)
+    return ATEResult(*jax.vmap(_weighted_one)(weights, data.outcome, t, c))
+
+
+def weighted_ate(weights: Float[Array, "B N"], data: EffectData) -> ATEResult:
+    """The weighted difference of arm means ``sum_{T=1} w_i Y_i - sum_{T=0} w_i Y_i`` (weights renormalised per arm).
+
+    Args:
+        weights: ``[B, N]`` non-negative unit weights, positive somewhere in each arm.
+        data: :class:`EffectData` with outcomes.
+
+    Returns:
+        :class:`ATEResult`; the standard error is conditional on the weights (module docstring).
+
+    Raises:
+        ValueError: shape differs from ``data.treatment``; negative or non-finite weights.
+
+    References:
+        Zhang et al., "Towards Causal Foundation Model", ICML 2024, Eq. (1) (the weighted estimator).
+
+    Examples:
+        >>> from jaxcore.effects import effect_data
+        >>> d = effect_data([[0.0], [1.0], [2.0]], [1, 0, 0], [5.0, 1.0, 3.0])
+        >>> float(weighted_ate(jnp.ones((1, 3)), d).estimate[0])
+        3.0
+    """
+    check_shape(weights, "weights", data.treatment.shape)
+    w = jnp.where(data.mask, jnp.asarray(weights, data.x.dtype), 0.0)
+    check_nonnegative(w, "weights")
+    return _weighted_jit(w, data)
+
+
+def difference_in_means(data: EffectData) -> ATEResult:
+    """Difference of the arms' mean outcomes with the Welch standard error.
+
+    ``tau = mean(Y | T=1) - mean(Y | T=0)``, ``SE^2 = s_1^2 / n_1 + s_0^2 / n_0``.
+
+    Args:
+        data: :class:`EffectData`.
+
+    Returns:
+        :class:`ATEResult` (weights ``1 / n_arm``).
+
+    References:
+        B. L. Welch, "The generalization of Student's problem", Biometrika 34, 1947.
+
+    Examples:
+        >>> from jaxcore.effects import effect_data
+        >>> d = effect_data([[0.0]] * 4, [1, 1, 0, 0], [3.0, 5.0, 1.0, 1.0])
+        >>> r = difference_in_means(d)
+        >>> float(r.estimate[0]), round(float(r.std_error[0]), 3)
+        (3.0, 1.0)
+    """
+    return _dim_jit(data)
+
+
+@jax.jit
+def _dim_jit(data: EffectData) -> ATEResult:
+    t, c = _arms(data)
+
+    def one(y, t, c):
+        n1, n0 = jnp.sum(t), jnp.sum(c)
+        m1, m0 = jnp.sum(t * y) / n1, jnp.sum(c * y) / n0
+        v1 = jnp.sum(t * (y - m1) ** 2) / jnp.maximum(n1 - 1, 1)
+        v0 = jnp.sum(c * (y - m0) ** 2) / jnp.maximum(n0 - 1, 1)
+        return m1 - m0, jnp.sqrt(v1 / n1 + v0 / n0), t / n1 + c / n0
+
+    return ATEResult(*jax.vmap(one)(data.outcome, t, c))
+
+
+def _design(x, mask):
+    z = _standardize(x, mask)
+    return jnp.concatenate([jnp.ones_like(z[:, :1]), z], -1) * mask[:, None]
+
+
+def _logistic(x, t, mask, ridge, num_steps):
+    z = _design(x, mask)
+    m = mask.astype(z.dtype)
+    pen = ridge * jnp.ones(z.shape[1], z.dtype).at[0].set(0.0)
+
+    def step(_, beta):
+        p = jax.nn.sigmoid(z @ beta)
+        grad = z.T @ (m * (p - t)) + pen * beta
+        hess = (z * (m * p * (1 - p))[:, None]).T @ z + jnp.diag(pen + 1e-8)
+        return beta - jnp.linalg.solve(hess, grad)
+
+    beta = jax.lax.fori_loop(0, num_steps, step, jnp.zeros(z.shape[1], z.dtype))
+    return jax.nn.sigmoid(z @ beta)
+
+
+@jax.jit
+def _propensity_jit(data: EffectData, ridge, num_steps):
+    return jax.vmap(_logistic, in_axes=(0, 0, 0, None, None))(data.x, data.treatment, data.mask, ridge, num_steps)
+
+
+def _check_fit(ridge: float, num_steps: int, clip: float) -> int:
+    check_nonnegative(ridge, "ridge")
+    check_range(clip, "clip", 0.0, 0.5, high_open=True)
+    return check_int(num_steps, "num_steps", 1)
+
+
+def propensity(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25) -> Float[Array, "B N"]:
+    """Logistic propensity scores ``e(x) = P(T = 1 | x)`` by ridge-penalised Newton steps.
+
+    ``max_beta sum_i [T_i log e_i + (1 - T_i) log(1 - e_i)] - ridge/2 |beta_{1:}|^2`` with
+    ``e_i = sigmoid(beta_0 + z_i . beta_{1:})`` on standardised covariates ``z``.
+
+    Args:
+        data: :class:`EffectData`.
+        ridge: ``>= 0`` penalty on the slopes (keeps separable data sets finite).
+        num_steps: Newton steps (>= 1).
+
+    Returns:
+        ``[B, N]`` scores in (0, 1).
+
+    Raises:
+        ValueError: negative ridge, ``num_steps < 1``.
+
+    References:
+        P. R. Rosenbaum, D. B. Rubin, "The central role of the propensity score in observational
+        studies for causal effects", Biometrika 70, 1983.
+
+    Examples:
+        >>> from jaxcore.effects import effect_data
+        >>> d = effect_data([[0.0], [1.0], [2.0], [3.0]], [0, 1, 0, 1])
+        >>> bool(jnp.all((propensity(d) > 0) & (propensity(d) < 1)))
+        True
+    """
+    num_steps = _check_fit(ridge, num_steps, 0.0)
+    return _propensity_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps)
+
+
+@jax.jit
+def _ipw_jit(data: EffectData, ridge, num_steps, clip):
+    e = jnp.clip(_propensity_jit(data, ridge, num_steps), clip, 1.0 - clip)
+    t, c = _arms(data)
+
+    def one(y, e, t, c):
+        n = jnp.sum(t + c)
+        w1, w0 = t / e, c / (1 - e)
+        s1, s0 = jnp.sum(w1), jnp.sum(w0)
+        mu1, mu0 = jnp.sum(w1 * y) / s1, jnp.sum(w0 * y) / s0
+        psi = n * (w1 * (y - mu1) / s1 - w0 * (y - mu0) / s0)
+        return mu1 - mu0, jnp.sqrt(jnp.sum(psi**2)) / n, w1 / s1 + w0 / s0
+
+    return ATEResult(*jax.vmap(one)(data.outcome, e, t, c))
+
+
+def ipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: float = 0.01) -> ATEResult:
+    """Inverse propensity weighting (Hajek form) with a logistic propensity model.
+
+    ``tau = sum T Y / e / sum T / e - sum (1-T) Y / (1-e) / sum (1-T) / (1-e)``, with ``e`` from
+    :func:`propensity` limited to ``[clip, 1 - clip]`` (a stated trimming, not a silent one).
+
+    Args:
+        data: :class:`EffectData`.
+        ridge, num_steps: the propensity fit (:func:`propensity`).
+        clip: propensity bound in [0, 0.5).
+
+    Returns:
+        :class:`ATEResult` (influence-function standard error).
+
+    Raises:
+        ValueError: invalid ``ridge``, ``num_steps`` or ``clip``.
+
+    References:
+        J. Hajek, comment in "Foundations of Statistical Inference", 1971; D. G. Horvitz,
+        D. J. Thompson, JASA 47, 1952.
+
+    Examples:
+        >>> from jaxcore.effects import effect_data
+        >>> d = effect_data([[0.0]] * 4, [1, 1, 0, 0], [3.0, 5.0, 1.0, 1.0])
+        >>> float(ipw(d).estimate[0])
+        3.0
+    """
+    num_steps = _check_fit(ridge, num_steps, clip)
+    return _ipw_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps, jnp.asarray(clip, data.x.dtype))
+
+
+def _outcome_fit(x, y, arm, mask, ridge):
+    z = _design(x, mask)
+    pen = ridge * jnp.ones(z.shape[1], z.dtype).at[0].set(0.0)
+    a = (z * arm[:, None]).T @ z + jnp.diag(pen + 1e-8)
+    beta = jnp.linalg.solve(a, (z * arm[:, None]).T @ y)
+    return z @ beta
+
+
+@jax.jit
+def _aipw_jit(data: EffectData, ridge, num_steps, clip):
+    e = jnp.clip(_propensity_jit(data, ridge, num_steps), clip, 1.0 - clip)
+    t, c = _arms(data)
+
+    def one(x, y, e, t, c, m):
+        n = jnp.sum(m)
+        mu1 = _outcome_fit(x, y, t, m, ridge)
+        mu0 = _outcome_fit(x, y, c, m, ridge)
+        psi = (mu1 - mu0 + t * (y - mu1) / e - c * (y - mu0) / (1 - e)) * m
+        tau = jnp.sum(psi) / n
+        se = jnp.sqrt(jnp.sum(((psi - tau) * m) ** 2) / (n * (n - 1)))
+        w1, w0 = t / e, c / (1 - e)
+        return tau, se, w1 / jnp.sum(w1) + w0 / jnp.sum(w0)
+
+    m = data.mask.astype(data.x.dtype)
+    return ATEResult(*jax.vmap(one)(data.x, data.outcome, e, t, c, m))
+
+
+def aipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: float = 0.01) -> ATEResult:
+    """Augmented IPW (doubly robust): ridge linear outcome models per arm plus the weighted residuals.
+
+    ``psi_i = mu_1(x_i) - mu_0(x_i) + T_i (Y_i - mu_1(x_i)) / e_i - (1 - T_i)(Y_i - mu_0(x_i)) / (1 - e_i)``,
+    ``tau = mean(psi)``, ``SE = sd(psi) / sqrt(n)``.
+
+    Args:
+        data: :class:`EffectData`.
+        ridge: ``>= 0`` penalty of the propensity and outcome slopes (standardised covariates).
+        num_steps, clip: the propensity fit (:func:`ipw`).
+
+    Returns:
+        :class:`ATEResult`.
+
+    Raises:
+        ValueError: invalid ``ridge``, ``num_steps`` or ``clip``.
+
+    References:
+        J. M. Robins, A. Rotnitzky, L. P. Zhao, "Estimation of regression coefficients when some
+        regressors are not always observed", JASA 89, 1994.
+
+    Examples:
+        >>> from jaxcore.effects import effect_data
+        >>> d = effect_data([[0.0], [1.0], [0.0], [1.0]], [1, 1, 0, 0], [2.0, 3.0, 0.0, 1.0])
+        >>> round(float(aipw(d, ridge=0.0).estimate[0]), 4)
+        2.0
+    """
+    num_steps = _check_fit(ridge, num_steps, clip)
+    return _aipw_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps, jnp.asarray(clip, data.x.dtype))
+
+
+def balancing_ate(
+    data: EffectData,
+    *,
+    lam: float = 1.0,
+    kind: Literal["rbf", "attention", "linear"] = "rbf",
+    bandwidth: float | None = None,
+    tol: float = 1e-3,
+    max_steps: int = 100_000,
+) -> ATEResult:
+    """Optimal kernel balancing weights (the SVM dual) and their weighted difference of outcomes.
+
+    ``alpha = argmin alpha^T Q alpha - 2 lam 1^T alpha`` (:func:`balancing_dual`), weights
+    ``alpha`` normalised per arm, ``tau = sum_{T=1} w Y - sum_{T=0} w Y``.
+
+    Args:
+        data: :class:`EffectData`.
+        lam: ``> 0`` (``SVC(C=1/lam)``).
+        kind, bandwidth: the kernel (:func:`kernel_matrix`).
+        tol, max_steps: the solver (:func:`balancing_dual`).
+
+    Returns:
+        :class:`ATEResult`.
+
+    Raises:
+        ValueError: invalid kernel or solver arguments.
+
+    References:
+        Zhang et al., ICML 2024, Eq. (1)-(3); Tarr & Imai, arXiv 2102.11926, 2021.
+
+    Examples:
+        >>> from jaxcore.effects import effect_data
+        >>> d = effect_data([[0.0], [0.1], [1.0], [1.1]], [1, 0, 1, 0], [1.0, 0.0, 3.0, 2.0])
+        >>> round(float(balancing_ate(d, lam=0.5).estimate[0]), 3)
+        1.0
+    """
+    check_positive(lam, "lam")
+    res = balancing_dual(kernel_matrix(data, kind=kind, bandwidth=bandwidth), data, lam=lam, tol=tol,
+                         max_steps=max_steps)
+    return _weighted_jit(res.weights, data)
