@@ -280,6 +280,7 @@ def run_speed_size(
     nbytes = case.bytes if case.bytes is not None else cost["bytes"]
     kernel = {"compile_s": compile_s, "compile_cached": cache_hit, "flops": flops, "bytes": nbytes,
               "flops_source": "analytic" if case.flops is not None else "xla",
+              "bytes_source": "analytic" if case.bytes is not None else "xla",
               "memory": _memory(compiled)}
     rec["kernel"] = kernel
     bad = [] if bench.allow_nonfinite else nonfinite_leaves(kernel_out)
