@@ -47,7 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not use JAX's persistent compilation cache (measure cold compile times)")
     p.add_argument("--repeats", type=int, metavar="N", help="timed repeats per size")
     p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    p.add_argument("--scaling", action="store_true", help="also run each benchmark's size sweep")
+    p.add_argument("--scaling", nargs="?", const="sizes", metavar="sizes|devices",
+                   help="also run each benchmark's size sweep (sizes, the default) or its device sweep (devices: "
+                        "the batch axis sharded over 1, 2, 4 ... devices, strong and weak scaling)")
+    p.add_argument("--devices", type=int, metavar="N",
+                   help="run each benchmark's sharded form on N devices (beside 1); with --scaling devices, the "
+                        "largest count of the sweep. On CPU the N devices are faked (they share the cores)")
     p.add_argument("--out", metavar="DIR", help="output folder (default: results/<timestamp>)")
     p.add_argument("--compare", metavar="PREVIOUS.json", help="flag kernels slower than in this earlier run")
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table",
@@ -94,6 +99,19 @@ def available_backends() -> list[str]:
         except RuntimeError:
             pass
     return found
+
+
+def _fake_cpu_devices(count: int, backend: str | None) -> None:
+    """On CPU, make ``count`` devices visible (XLA's host-platform device count) for a device sweep.
+
+    Only before JAX has started its backends; a GPU/TPU run uses the devices it has."""
+    import os
+
+    if backend not in (None, "cpu") or count <= 1:
+        return
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
 
 
 def select_backend(name: str | None) -> str:
@@ -203,6 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     # a pipe or CI log gets a wide table instead of rich's 80-column default
     out_console = Console(width=None if sys.stdout.isatty() else 200)
     args = build_parser().parse_args(argv)
+    if args.scaling not in (None, "sizes", "devices"):
+        if "=" in args.scaling:  # `--scaling repeats=3`: the word after a bare --scaling is an override
+            args.overrides.insert(0, args.scaling)
+            args.scaling = "sizes"
+        else:
+            err_console.print(f"error: --scaling: expected sizes or devices, got {args.scaling!r}")
+            return 2
     try:
         return _main(args, err_console, out_console)
     except UsageError as exc:
@@ -288,6 +313,12 @@ def _plan(selected: list[Any], cfg: Any, import_errors: dict[str, str]) -> list[
                 sizes = _sizes(ov["sizes"], f"benchmarks.{b.name}.sizes") if "sizes" in ov else list(b.sizes)
             _check_size_keys(b, sizes)
             tasks += [(b, "size", dict(s)) for s in sizes]
+            if cfg.device_scaling and b.batch_param is not None:
+                if any(c < 1 for c in cfg.device_counts):
+                    raise UsageError(f"device_counts: expected integers >= 1, got {list(cfg.device_counts)}")
+                counts = sorted(set(int(c) for c in cfg.device_counts) | {1})
+                base = dict(sizes[0]) if sizes else dict(b.sizes[0])
+                tasks += [(b, "devices", {"mode": m, "counts": counts, "base": base}) for m in ("strong", "weak")]
             if cfg.scaling and (b.scaling or ov.get("scaling")):
                 sc = ov.get("scaling") or {"param": b.scaling.param, "values": list(b.scaling.values)}
                 if not isinstance(sc, dict) or "param" not in sc or "values" not in sc:
@@ -322,8 +353,16 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
         if args.repeats < 1:
             raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
         overrides.append(f"repeats={args.repeats}")
-    if args.scaling:
+    if args.scaling == "sizes":
         overrides.append("scaling=true")
+    if args.devices is not None and args.devices < 1:
+        raise UsageError(f"--devices: expected an integer >= 1, got {args.devices}")
+    if args.scaling == "devices" or args.devices is not None:
+        overrides.append("device_scaling=true")
+        if args.devices is not None:
+            counts = [1, args.devices] if args.scaling != "devices" else \
+                sorted({1, args.devices} | {2 ** i for i in range(1, 12) if 2 ** i < args.devices})
+            overrides.append(f"device_counts={counts}")
     if args.x64:
         overrides.append("x64=true")
     try:
@@ -344,6 +383,8 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
 
     if cfg.x64:
         jax.config.update("jax_enable_x64", True)
+    if cfg.device_scaling:
+        _fake_cpu_devices(max(cfg.device_counts), args.backend)
     backend = select_backend(args.backend)
     compile_cache = None
     if not args.no_compile_cache:
@@ -433,6 +474,11 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
                             rec = runner.run_speed_size(
                                 b, arg, sub, repeats=int(cfg.repeats), min_repeats=int(cfg.min_repeats),
                                 max_time_s=float(cfg.max_time_s), ceilings=run.doc["ceilings"])
+                        elif what == "devices":
+                            rec = runner.run_device_scaling(b, arg["base"], sub, arg["counts"], arg["mode"],
+                                                            repeats=int(cfg.repeats),
+                                                            min_repeats=int(cfg.min_repeats),
+                                                            max_time_s=float(cfg.max_time_s))
                         elif what == "scaling":
                             rec = runner.run_scaling(b, arg["param"], arg["values"], arg["base"], sub,
                                                      repeats=int(cfg.repeats), min_repeats=int(cfg.min_repeats),
@@ -446,7 +492,8 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
                     raise
                 except Exception as exc:
                     status = "timeout" if isinstance(exc, runner.BenchmarkTimeout) else "error"
-                    rec = {"kind": b.kind if what != "scaling" else "scaling", "name": b.name, "family": b.family,
+                    rec = {"kind": {"scaling": "scaling", "devices": "devices"}.get(what, b.kind), "name": b.name,
+                           "family": b.family,
                            "status": status, "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=10)}"}
                     if what == "size":
                         rec["size"] = arg
@@ -460,7 +507,7 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
                                   f"{escape(first[0][:300] if first else '')}")
                 rec["wall_s"] = time.perf_counter() - t0
                 rec["peak_rss_mib"] = runner.peak_rss_mib()
-                run.add(rec, "scaling" if what == "scaling" else "results")
+                run.add(rec, "scaling" if what in ("scaling", "devices") else "results")
                 progress.advance(bar)
     except KeyboardInterrupt:
         interrupted = True

@@ -11,6 +11,8 @@ benchmarks``. A file holds only what differs from the defaults::
     timeout_s: 600        # hard limit per size, per sweep, per quality run (SIGALRM)
     quick: false          # use quick_sizes / quick_params
     scaling: false        # run each benchmark's size sweep
+    device_scaling: false # shard each benchmark's batch axis over device_counts devices (strong + weak)
+    device_counts: [1, 2, 4]
     suites: null          # list of families, or null for all
     ceilings: {matmul_n: 2048, copy_mib: 256, repeats: 5}
     benchmarks:           # per speed benchmark: sizes, quick_sizes, scaling, skip
@@ -89,6 +91,8 @@ class RunConfig:
     timeout_s: float = 600.0
     quick: bool = False
     scaling: bool = False
+    device_scaling: bool = False
+    device_counts: list[int] = dataclasses.field(default_factory=lambda: [1, 2, 4])
     x64: bool = False
     suites: Optional[list[str]] = None  # noqa: UP045 (omegaconf needs typing.Optional)
     ceilings: Ceilings = dataclasses.field(default_factory=Ceilings)

@@ -145,6 +145,10 @@ class SpeedBenchmark:
         description: one line for ``--list`` and the report.
         allow_nonfinite: if False (default), a kernel output holding NaN or
             inf marks the record "wrong" and nothing is timed.
+        batch_param: the size parameter that is the kernel's batch axis
+            (``"batch"``, ``"chains"``, ``"images"``...): ``--scaling devices``
+            shards every array argument whose leading axis has that length over
+            1, 2, 4 ... devices (strong and weak scaling). None: no device sweep.
     """
 
     name: str
@@ -161,6 +165,7 @@ class SpeedBenchmark:
     target: Mapping[str, float] = dataclasses.field(default_factory=dict)
     description: str = ""
     allow_nonfinite: bool = False
+    batch_param: str | None = None
 
     kind = "speed"
 

@@ -146,7 +146,30 @@ def markdown(doc: dict[str, Any]) -> str:
         if rows:
             out += ["### Speed", "", _md_table([h for _, h in SPEED_COLUMNS],
                                                [[r[k] for k, _ in SPEED_COLUMNS] for r in rows]), ""]
-        scal = [s for s in doc.get("scaling", []) if s.get("family") == fam]
+        dev = [s for s in doc.get("scaling", []) if s.get("family") == fam and s.get("kind") == "devices"]
+        if dev:
+            out += ["### Device scaling", "",
+                    "The batch axis sharded over n devices (`--scaling devices`): *strong* keeps the total batch, "
+                    "efficiency t1 / (n tn); *weak* grows the batch with n, efficiency t1 / tn. *sharded out* says "
+                    "whether the output kept the batch layout (a replicated output means the program gathered the "
+                    "batch). Faked CPU devices share the same cores, so a CPU efficiency near 1/n is expected; the "
+                    "same command on a multi-GPU host gives the real figure.", ""]
+            drows = []
+            for s in dev:
+                pts = ", ".join(f"{n}: {fmt_seconds(t)} ({e:.0%})" for n, t, e in
+                                zip(s.get("devices", []), s.get("medians_s", []), s.get("efficiency", [])))
+                if s.get("skipped"):
+                    pts += " (left out: " + "; ".join(s["skipped"]) + ")"
+                if s.get("status") != "ok":
+                    lines = (s.get("error") or "").strip().splitlines()
+                    pts += f" **{s.get('status', '?').upper()}**: {lines[0][:160] if lines else ''}"
+                mem = [m for m in s.get("temp_bytes_per_device", []) if m is not None]
+                drows.append([s["name"], s.get("param") or "-", s.get("mode", "-"), pts or "-",
+                              ", ".join("yes" if x else "no" for x in s.get("output_sharded", [])) or "-",
+                              " -> ".join(f"{m / 2**20:.1f}" for m in mem) or "-"])
+            out += [_md_table(["benchmark", "batch axis", "mode", "devices: median (efficiency)", "sharded out",
+                               "temp MiB per device"], drows), ""]
+        scal = [s for s in doc.get("scaling", []) if s.get("family") == fam and s.get("kind") != "devices"]
         if scal:
             out += ["### Scaling", ""]
             srows = []
@@ -239,6 +262,9 @@ def print_table(doc: dict[str, Any], console: Any) -> None:
                 t.add_row(*[_cell(x) for x in r])
             console.print(t)
     for s in doc.get("scaling", []):
+        if s.get("kind") == "devices" and s.get("efficiency"):
+            eff = ", ".join(f"{n}: {e:.0%}" for n, e in zip(s["devices"], s["efficiency"]))
+            console.print(f"devices {s['name']} ({s['mode']}): efficiency {eff} ({s.get('status')})", markup=False)
         if s.get("slope") is not None:
             extra = f", {s['slope_work']:.2f} in work" if s.get("slope_work") is not None else ""
             console.print(f"scaling {s['name']}: time ~ {s['param']}^{s['slope']:.2f}{extra} ({s.get('status')})",

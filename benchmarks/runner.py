@@ -428,6 +428,105 @@ def run_scaling(
     return rec
 
 
+def shard_batch(args: tuple, batch: int, devices: list[Any], axis_name: str = "batch") -> tuple:
+    """``args`` with every array leaf whose leading axis has length ``batch`` placed on a
+    ``NamedSharding`` over ``devices`` along that axis; every other leaf replicated on them."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(np.asarray(devices), (axis_name,))
+    split, whole = NamedSharding(mesh, PartitionSpec(axis_name)), NamedSharding(mesh, PartitionSpec())
+
+    def place(leaf: Any) -> Any:
+        if not isinstance(leaf, (jax.Array, np.ndarray)):
+            return leaf  # Python scalars and static fields stay as they are
+        if leaf.ndim >= 1 and leaf.shape[0] == batch:  # (a coincidental match is still correct, only split)
+            return jax.device_put(leaf, split)
+        return jax.device_put(leaf, whole)
+
+    return jax.tree.map(place, args)
+
+
+def run_device_scaling(
+    bench: SpeedBenchmark,
+    base_size: Mapping[str, Any],
+    key: Any,
+    counts: list[int],
+    mode: str,
+    *,
+    repeats: int,
+    min_repeats: int,
+    max_time_s: float,
+) -> dict[str, Any]:
+    """Time the kernel with its batch axis (``bench.batch_param``) sharded over 1, 2, 4 ... devices.
+
+    ``mode="strong"``: the same total batch at every device count; parallel efficiency
+    ``t_1 / (n t_n)``. ``mode="weak"``: the batch grows with the devices (``n`` times the base);
+    efficiency ``t_1 / t_n``. At each count the output is checked against the one-device output
+    (strong) and for finiteness, the layout of the output's leaves is recorded (a program that
+    silently gathers the batch shows a replicated output), and so is XLA's per-device memory.
+    """
+    param = bench.batch_param
+    rec: dict[str, Any] = {"kind": "devices", "name": bench.name, "family": bench.family, "param": param,
+                           "mode": mode, "devices": [], "medians_s": [], "iqrs_s": [], "efficiency": [],
+                           "output_sharded": [], "temp_bytes_per_device": [], "skipped": [], "status": "running",
+                           "device_kind": jax.devices()[0].device_kind}
+    try:
+        if param is None:
+            raise ValueError(f"{bench.name} declares no batch_param: nothing to shard")
+        available = jax.devices()
+        reference = None
+        for n in counts:
+            if n > len(available):
+                raise ValueError(f"{n} devices asked, {len(available)} available (on CPU: --devices {n} or "
+                                 f"XLA_FLAGS=--xla_force_host_platform_device_count={n})")
+            size = dict(base_size)
+            if mode == "weak":
+                size[param] = int(base_size[param]) * n
+            batch = int(size[param])
+            if batch % n:  # strong scaling of a batch the devices do not divide: that count is left out
+                rec.setdefault("skipped", []).append(f"{n} devices: {param}={batch} is not divisible by {n}")
+                continue
+            case = bench.setup(size, key)
+            args = shard_batch(case.args, batch, available[:n])
+            compiled, _ = _compile(bench.kernel, case, args)
+            out = block(compiled(*args))
+            bad = [] if bench.allow_nonfinite else nonfinite_leaves(out)
+            if bad:
+                raise Disagreement(f"{n} devices: kernel output is not finite: {'; '.join(bad[:3])}")
+            host = jax.tree.map(np.asarray, out)
+            if mode == "strong":
+                if reference is None:
+                    reference = host
+                else:
+                    for a, b in zip(jax.tree.leaves(host), jax.tree.leaves(reference)):
+                        if not np.allclose(a, b, rtol=max(bench.rtol, 1e-4), atol=max(bench.atol, 1e-5)):
+                            raise Disagreement(f"{n} devices: the output differs from one device's")
+            leaves = [x for x in jax.tree.leaves(out) if isinstance(x, jax.Array) and x.ndim >= 1]
+            rec["output_sharded"].append(bool(leaves) and any(not x.sharding.is_fully_replicated for x in leaves))
+            mem = _memory(compiled)
+            rec["temp_bytes_per_device"].append(mem.get("temp_size_in_bytes"))
+            number = _calibrate(compiled, args)
+            samples = []
+            t0 = time.perf_counter()
+            for r in range(repeats):
+                samples.append(_time_once(compiled, args, number))
+                if r + 1 >= min_repeats and time.perf_counter() - t0 > max_time_s:
+                    break
+            med, iqr = stats.median_iqr(samples)
+            rec["devices"].append(n)
+            rec["medians_s"].append(med)
+            rec["iqrs_s"].append(iqr)
+            t1 = rec["medians_s"][0]
+            rec["efficiency"].append(t1 / (n * med) if mode == "strong" else t1 / med)
+        rec["status"] = "ok"
+    except BenchmarkTimeout:
+        raise
+    except Exception as exc:
+        rec["status"] = "error"
+        rec["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+    return rec
+
+
 def _fit(rec: dict[str, Any]) -> None:
     try:
         rec["slope"], rec["intercept"] = stats.loglog_fit([float(v) for v in rec["values"]], rec["medians_s"])

@@ -209,6 +209,7 @@ register(SpeedBenchmark(
     kernel=_score_dags_bge, setup=_setup_score_subsample,
     sizes=[{"d": 5, "n": 200, "n_dags": 300}, {"d": 6, "n": 200, "n_dags": 300}],
     quick_sizes=[{"d": 5, "n": 200, "n_dags": 100}],
+    batch_param="n_dags",
     baselines=[Baseline("numpy-direct", _numpy_direct_scores,
                         note="per-DAG NumPy/SciPy BGe: for each DAG, d local scores from scratch (2 slogdets each, float64), "
                              "no cache; same random subsample of DAGs and same output as the kernel. The kernel instead "

@@ -237,6 +237,7 @@ register(SpeedBenchmark(
     scaling=Scaling("hw", [32, 64, 128, 256]),
     target={"torch": 2.0, "torch_channels_last": 2.0, "torch_sequential": 2.0},
     description="SNORE iterations on 64x64 crops (images x seeds vmapped), DnCNN 6x32, vs the PyTorch loop",
+    batch_param="images",
 ))
 
 register(SpeedBenchmark(
@@ -324,6 +325,7 @@ for _grad in (False, True):
         kernel=denoise_forward_grad if _grad else denoise_forward,
         setup=functools.partial(_den_setup, grad=_grad),
         sizes=[{"n": 2, "hw": 256}], quick_sizes=[{"n": 2, "hw": 64}],  # n=4 (the size) in configs/full.yaml
+        batch_param="n",
         baselines=[Baseline("torch", _tfn, requires=("torch",), note="NCHW"),
                    Baseline("torch_channels_last", _tfn, requires=("torch",), note="channels_last")],
         rtol=1e-3, atol=1e-4, check=_check_grad if _grad else _check_close(1e-3, 1e-4),

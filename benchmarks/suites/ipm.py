@@ -139,6 +139,7 @@ register(SpeedBenchmark(
     setup=_wow_setup,
     sizes=[{"n": 32, "m": 1000}],
     quick_sizes=[{"n": 16, "m": 200}],
+    batch_param="n",
     baselines=[
         Baseline("pot", _wow_pot, requires=("ot",),
                  note="ot.wasserstein_1d per pair (n^2 calls) + ot.emd2, float64"),

@@ -495,3 +495,29 @@ def test_compile_cache_is_on_by_default_and_recorded(planted, tmp_path):
     assert code == 0 and doc["compile_cache"].endswith("xla")
     assert isinstance(_by_name(doc)["fake.cached"]["kernel"]["compile_cached"], bool)
     assert "--no-compile-cache" in (out / "report.md").read_text()
+
+
+def test_device_scaling_shards_the_batch_and_reports_efficiency(planted, tmp_path):
+    if len(jax.devices()) < 4:
+        pytest.skip("needs 4 (fake) devices from tests/conftest.py")
+
+    def setup(size, key):
+        x = jax.random.normal(key, (size["batch"], 8))
+        return Case(args=(x, jnp.ones((8,))), work=size["batch"], work_unit="rows")
+
+    planted(SpeedBenchmark(name="fake.rows", family="fake", kernel=lambda x, w: jnp.tanh(x) @ w, setup=setup,
+                           sizes=[{"batch": 16}], batch_param="batch"))
+    planted(SpeedBenchmark(name="fake.nobatch", family="fake", kernel=lambda x, w: x @ w, setup=setup,
+                           sizes=[{"batch": 16}]))
+    code, doc, out = _run(tmp_path, "--scaling", "devices")
+    assert code == 0, doc
+    dev = {s["mode"]: s for s in doc["scaling"] if s["kind"] == "devices"}
+    assert set(dev) == {"strong", "weak"} and all(s["name"] == "fake.rows" for s in dev.values())
+    assert dev["strong"]["devices"] == [1, 2, 4] and dev["strong"]["output_sharded"][1:] == [True, True]
+    assert dev["strong"]["efficiency"][0] == pytest.approx(1.0)
+    assert all(e > 0 for e in dev["weak"]["efficiency"])
+    assert "### Device scaling" in (out / "report.md").read_text()
+    code, doc, _ = _run(tmp_path, "--devices", "2")
+    assert code == 0 and [s["devices"] for s in doc["scaling"]] == [[1, 2], [1, 2]]
+    assert cli.main(["--devices", "0", "--list"]) == 2
+    assert cli.main(["--scaling", "nodes", "--list"]) == 2
