@@ -65,12 +65,15 @@ def main(small: bool, out: str, seed: int) -> None:
     ax1.set(xlabel="tasks learned", ylabel="average test accuracy", title="Split-Digits", xticks=steps)
     ax1.legend()
     adaptive = results["adaptive"]
-    ax2.plot(steps, np.asarray(adaptive.active_depth).mean(0), "o-", label="active depth (layers)")
-    ax2.plot(steps, truncation * np.asarray(adaptive.union_fraction).mean(0), "s--",
-             label=f"weights used x {truncation}")
-    ax2.set(xlabel="tasks learned", ylim=(0, truncation + 0.5), xticks=steps,
-            title="What the adaptive network uses")
-    ax2.legend()
+    ax2.plot(steps, np.asarray(adaptive.active_depth).mean(0), "o-", label="active depth")
+    ax2.set(xlabel="tasks learned", ylabel=f"active depth (of {truncation} layers)", ylim=(0, truncation + 0.5),
+            xticks=steps, title="What the adaptive network uses")
+    share = ax2.twinx()
+    share.plot(steps, 100 * np.asarray(adaptive.active_fraction).mean(0), "s--", color="C1", label="this task")
+    share.plot(steps, 100 * np.asarray(adaptive.union_fraction).mean(0), "^:", color="C2", label="all tasks so far")
+    share.set(ylabel="hidden weights used (%)", ylim=(0, 105))
+    ax2.legend(loc="lower left")
+    share.legend(loc="lower right")
     fig.tight_layout()
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "bnp_split_digits.png")

@@ -45,8 +45,7 @@ def main(small: bool, out: str, seed: int) -> None:
     dags = causal.enumerate_dags(d)
     exact = {  # structure MCMC targets the uniform DAG prior, order MCMC the order-modular one
         "structure MCMC": causal.exact_posterior(table, dags),
-        "order MCMC": causal.exact_posterior(table, dags, log_weights=jnp.asarray(causal.log_num_orders(dags.parents),
-                                                                                  jnp.float32)),
+        "order MCMC": causal.exact_posterior(table, dags, log_weights=causal.log_num_orders(dags.parents)),
     }
     key_structure, key_order = jax.random.split(jax.random.key(seed))
     runs = {
@@ -88,14 +87,15 @@ def main(small: bool, out: str, seed: int) -> None:
         ax.scatter(jj, ii, marker="s", s=200, facecolors="none", edgecolors="r")
         ax.set_xticks(range(d), proteins, rotation=60, fontsize=8)
         ax.set_yticks(range(d), proteins, fontsize=8)
-        ax.set_title(f"P(parent -> child): {title}", fontsize=9)
+        ax.set(title=title, xlabel="child", ylabel="parent")
     fig.colorbar(im, ax=axes[:3], shrink=0.8)
     for name, tv in tv_curves.items():
         axes[3].loglog(num_chains * num_draws, tv, "o-", label=name)
     axes[3].set(xlabel="draws (all chains)", ylabel="TV to exact posterior", title="Convergence")
     axes[3].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     axes[3].legend(fontsize=8)
-    fig.text(0.01, 0.01, "red squares: consensus edges (Sachs et al. 2005)", fontsize=8)
+    fig.suptitle(f"Sachs, {d} proteins: posterior edge marginals (red squares: consensus edges, Sachs et al. 2005)",
+                 fontsize=10)
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "causal_sachs.png")
     fig.savefig(path, dpi=120)
