@@ -16,6 +16,7 @@ References:
 from __future__ import annotations
 
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -477,7 +478,8 @@ def kl_divergence(p: Float[Array, " n"], q: Float[Array, " n"], *, log_q: Float[
         log_q: optional ``[n]`` ``log q`` used instead of ``log(q)``.
 
     Returns:
-        scalar (nats), ``>= 0``.
+        scalar (nats), ``>= 0``; ``+inf`` with a ``RuntimeWarning`` that says how much mass of ``p``
+        lies where ``q`` is 0 (outside ``jit``).
 
     Raises:
         ValueError: shapes differ or are not 1-d; ``p`` or ``q`` is not a probability vector
@@ -501,7 +503,14 @@ def kl_divergence(p: Float[Array, " n"], q: Float[Array, " n"], *, log_q: Float[
         if lq.shape != q.shape:
             raise ValueError(expected("log_q", f"shape {list(q.shape)} like q", f"shape {lq.shape}", raw=True))
         lq = check_log_prob(lq, "log_q", q.shape[0]).astype(p.dtype)
-    return _kl(p, lq)
+    out = _kl(p, lq)
+    if is_concrete(out) and bool(jnp.isinf(out)):
+        missed = int(jnp.sum((p > 0) & jnp.isneginf(lq)))
+        warnings.warn(f"kl_divergence: p puts mass {float(jnp.sum(jnp.where(jnp.isneginf(lq), p, 0.0))):.3g} on "
+                      f"{missed} entries where q is 0, so KL(p || q) = inf (for a sampler's estimate, the sample "
+                      "missed those DAGs: compare in the direction KL(sample || exact), or use total_variation)",
+                      RuntimeWarning, stacklevel=2)
+    return out
 
 
 def total_variation(p: Float[Array, " n"], q: Float[Array, " n"]) -> jax.Array:
