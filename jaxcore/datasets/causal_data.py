@@ -76,7 +76,8 @@ def load_sachs(*, allow_download: bool = True) -> dict:
         ``data``: ``[7466, 11]`` float64 raw concentrations (all 9 conditions);
         ``observational``: ``[853, 11]`` the CD3/CD28 rows (no intervention);
         ``condition``: ``[7466]`` int32 condition index 0..8 (0 = observational);
-        ``names``: the 11 protein names (columns);
+        ``names``: the 11 protein names of the columns, in order (:data:`SACHS_PROTEINS`): praf, pmek,
+        plcg, PIP2, PIP3, p44/42 (Erk), pakts473 (Akt), PKA, PKC, P38, pjnk;
         ``cdt_target``: ``[11, 11]`` int32 edges of cdt's ``cyto_full_target.csv`` (18 edges;
         contains the cycle plcg -> PIP2 -> PIP3 -> plcg, so it is not a DAG);
         ``consensus``: ``[11, 11]`` int32 the 17-edge consensus DAG of Sachs et al. (2005) as
