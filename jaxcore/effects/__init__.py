@@ -37,7 +37,7 @@ from .cina import (
     fit_cina,
     fit_cina_multi,
 )
-from .data import EffectData, effect_data, stack_datasets
+from .data import EffectData, effect_data, resample_datasets, stack_datasets
 from .dual import BalancingResult, balancing_dual, balancing_objective
 from .estimators import ATEResult, aipw, balancing_ate, difference_in_means, ipw, propensity, weighted_ate
 from .kernels import KERNELS, kernel_matrix, standardize, weighted_mmd
@@ -66,6 +66,7 @@ __all__ = [
     "kernel_matrix",
     "linear_design",
     "propensity",
+    "resample_datasets",
     "stack_datasets",
     "standardize",
     "synthetic_family",

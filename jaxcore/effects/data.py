@@ -14,11 +14,13 @@ from typing import Any
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from jaxcore._util import as_float_array, check_finite, check_ndim, expected
+import jax
 
-__all__ = ["EffectData", "effect_data", "stack_datasets"]
+from jaxcore._util import as_float_array, check_finite, check_int, check_key, check_ndim, expected
+
+__all__ = ["EffectData", "effect_data", "resample_datasets", "stack_datasets"]
 
 
 class EffectData(eqx.Module):
@@ -161,3 +163,54 @@ def stack_datasets(datasets: Sequence[EffectData], num_units: int | None = None)
         jnp.concatenate([pad(d.mask, False) for d in datasets]),
         jnp.concatenate([d.ate for d in datasets]),
     )
+
+
+@jax.jit(static_argnames=("num_datasets", "num_units"))
+def _resample(key, data, num_datasets, num_units):
+    def one(k):
+        kb, ku = jax.random.split(k)
+        src = jax.random.randint(kb, (), 0, data.num_datasets)
+        m, t = data.mask[src], data.treatment[src]
+        # both arms first (one treated, one control unit), then uniform draws without replacement
+        g = jax.random.gumbel(ku, m.shape) + jnp.where(m, 0.0, -jnp.inf)
+        g = g + jnp.where(m & (t > 0.5) & (g == jnp.max(jnp.where(t > 0.5, g, -jnp.inf))), 1e6, 0.0)
+        g = g + jnp.where(m & (t < 0.5) & (g == jnp.max(jnp.where(t < 0.5, g, -jnp.inf))), 1e6, 0.0)
+        idx = jnp.argsort(-g)[:num_units]
+        keep = jnp.isfinite(g[idx])
+        z = lambda a: jnp.where(keep.reshape((-1,) + (1,) * (a.ndim - 2)), a[src][idx], 0)  # noqa: E731
+        return EffectData(z(data.x), z(data.treatment), z(data.outcome), keep, data.ate[src])
+
+    return jax.vmap(one)(jax.random.split(key, num_datasets))
+
+
+def resample_datasets(key: PRNGKeyArray, data: EffectData, num_datasets: int, num_units: int) -> EffectData:
+    """Unit subsamples of a batch's data sets: training sets for self-supervised CInA from real covariates.
+
+    Each new data set picks one source data set uniformly and ``num_units`` of its real units
+    without replacement (one treated and one control unit always included); a source with fewer
+    units is taken whole and padded.
+
+    Args:
+        key: PRNG key.
+        data: :class:`EffectData` sources ``[B, N, D]``.
+        num_datasets: data sets to draw (>= 1).
+        num_units: units per data set (>= 2).
+
+    Returns:
+        :class:`EffectData` ``[num_datasets, num_units, D]`` (outcomes kept, unused by training).
+
+    Raises:
+        TypeError: ``key`` not a PRNG key. ValueError: invalid counts.
+
+    Examples:
+        >>> d = effect_data([[0.0], [1.0], [2.0], [3.0]], [1, 0, 1, 0])
+        >>> r = resample_datasets(jax.random.key(0), d, 3, 2)
+        >>> r.x.shape, r.treatment.sum(-1).tolist()
+        ((3, 2, 1), [1.0, 1.0, 1.0])
+    """
+    check_key(key)
+    b = check_int(num_datasets, "num_datasets", 1)
+    n = check_int(num_units, "num_units", 2)
+    if n > data.num_units:
+        data = stack_datasets([data], n)
+    return _resample(key, data, b, n)
