@@ -49,6 +49,7 @@ from .operators import (
 )
 from .restoration import (
     METHODS,
+    RECOMMENDED,
     RestorationResult,
     Schedule,
     annealed_schedule,
@@ -56,6 +57,7 @@ from .restoration import (
     constant_schedule,
     pnp_hqs,
     pnp_pgd,
+    recommended_schedule,
     red,
     red_prox,
     restore_batch,
@@ -76,10 +78,10 @@ from .training import (
 
 __all__ = [
     "AbstractDenoiser", "AbstractOperator", "Blur", "DenoiserTrainResult", "DnCNN", "GaussianMMSEDenoiser",
-    "GradientStepDenoiser", "Identity", "Inpainting", "METHODS", "PRETRAINED", "RestorationResult", "Schedule",
+    "GradientStepDenoiser", "Identity", "Inpainting", "METHODS", "PRETRAINED", "RECOMMENDED", "RestorationResult", "Schedule",
     "TABLE_SEED", "TABLE_SIGMAS", "TASKS", "TEST_IMAGES", "TRAIN_IMAGES", "TVDenoiser", "Task",
     "add_gaussian_noise", "annealed_schedule", "annealed_snore", "constant_schedule", "conv3x3", "degrade",
     "gaussian_kernel", "heldout_crops", "load_pretrained", "make_task", "motion_kernel", "pnp_hqs", "pnp_pgd",
-    "pretrained_info", "psnr", "psnr_table", "random_mask", "red", "red_prox", "restore_batch", "snore",
+    "pretrained_info", "psnr", "psnr_table", "random_mask", "recommended_schedule", "red", "red_prox", "restore_batch", "snore",
     "snore_prox", "ssim", "standard_normal", "train_denoiser", "uniform_kernel",
 ]

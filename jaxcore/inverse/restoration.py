@@ -75,6 +75,8 @@ __all__ = [
     "RestorationResult",
     "constant_schedule",
     "annealed_schedule",
+    "recommended_schedule",
+    "RECOMMENDED",
     "snore",
     "snore_prox",
     "annealed_snore",
@@ -255,6 +257,66 @@ def annealed_schedule(
                     ("alpha_end", alpha_end), ("step_size", step_size)):
         _check_survives_cast(v, name, dtype)
     return Schedule(jnp.asarray(sig, dtype), jnp.asarray(alp, dtype), jnp.full(sig.shape, step_size, dtype))
+
+
+#: The schedules of the ``inverse.restoration`` benchmark, per method, tuned by hand for the shipped DnCNN
+#: on two 64x64 crops of the training image "astronaut" (Gaussian blur, sigma_y = 10/255). ``sigma`` is the
+#: denoiser noise level in multiples of sigma_y; ``step`` the step size in multiples of sigma_y^2 (the data
+#: term is ||Ax - y||^2 / (2 sigma_y^2), so step 1 is the 1/L step of an operator with ||A|| <= 1).
+RECOMMENDED = {
+    "snore": dict(sigma=2.0, alpha=0.7, step=0.5, num_steps=300),
+    "snore_prox": dict(sigma=2.0, alpha=0.7, step=0.5, num_steps=300),
+    "annealed_snore": dict(sigma_start=4.0, sigma_end=2.0, alpha=0.7, step=0.5, num_stages=16, steps_per_stage=10,
+                           final_steps=140),
+    "red": dict(sigma=2.0, alpha=0.7, step=0.5, num_steps=300),
+    "red_prox": dict(sigma=2.0, alpha=0.7, step=0.5, num_steps=300),
+    "pnp_pgd": dict(sigma=2.0, alpha=1.0, step=1.0, num_steps=50),
+    "pnp_hqs": dict(sigma=2.0, alpha=1.0, step=8.0, num_steps=50),
+}
+
+
+def recommended_schedule(method: str, sigma_y: float, *, iteration_scale: float = 1.0, dtype=None) -> Schedule:
+    """The benchmarked schedule of ``method`` for an observation noise ``sigma_y``, with the shipped denoisers.
+
+    The settings of jaxcore's restoration benchmark (:data:`RECOMMENDED`): denoiser level
+    ``sigma = 2 sigma_y`` (annealed SNORE: ``4 sigma_y`` down to ``2 sigma_y``, capped at 50/255),
+    ``alpha = 0.7`` for SNORE and RED, and step sizes of ``0.5 sigma_y^2`` (SNORE, RED), ``sigma_y^2``
+    (PnP-PGD) and ``8 sigma_y^2`` (PnP-HQS); 300 iterations (SNORE, RED), 16 x 10 + 140 (annealed SNORE),
+    50 (PnP). They were tuned by hand for the shipped DnCNN on two crops of one training image (Gaussian blur,
+    ``sigma_y = 10/255``), not on the evaluation images: a starting point, not an optimum.
+
+    Args:
+        method: a key of :data:`RECOMMENDED` ("snore", "snore_prox", "annealed_snore", "red", "red_prox",
+            "pnp_pgd", "pnp_hqs").
+        sigma_y: observation noise std (pixel units of a [0, 1] image), > 0.
+        iteration_scale: multiplies every iteration count (rounded, at least 1), > 0.
+        dtype: float dtype of the arrays (default: the default float).
+
+    Returns:
+        A :class:`Schedule` for ``method``.
+
+    Raises:
+        ValueError: unknown ``method``; ``sigma_y`` or ``iteration_scale`` not finite and > 0.
+
+    Examples:
+        >>> from jaxcore.inverse import recommended_schedule
+        >>> s = recommended_schedule("snore", 10 / 255)
+        >>> s.num_steps, round(float(s.sigma[0]) * 255, 3), float(s.alpha[0])
+        (300, 20.0, 0.7)
+    """
+    method = check_choice(method, "method", sorted(RECOMMENDED))
+    sigma_y = float(check_scalar(sigma_y, "sigma_y", positive=True))
+    scale = float(check_scalar(iteration_scale, "iteration_scale", positive=True))
+    mp = RECOMMENDED[method]
+    steps = lambda n: max(1, int(round(n * scale)))  # noqa: E731
+    if method == "annealed_snore":
+        return annealed_schedule(
+            sigma_start=min(mp["sigma_start"] * sigma_y, 50 / 255), sigma_end=mp["sigma_end"] * sigma_y,
+            alpha_start=mp["alpha"], alpha_end=mp["alpha"], step_size=mp["step"] * sigma_y**2,
+            num_stages=mp["num_stages"], steps_per_stage=steps(mp["steps_per_stage"]),
+            final_steps=steps(mp["final_steps"]), dtype=dtype)
+    return constant_schedule(steps(mp["num_steps"]), sigma=mp["sigma"] * sigma_y, alpha=mp["alpha"],
+                             step_size=mp["step"] * sigma_y**2, dtype=dtype)
 
 
 def _check_types(operator, denoiser, schedule) -> None:

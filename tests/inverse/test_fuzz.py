@@ -242,6 +242,11 @@ FUZZ: dict = {
                            "step_size": (NONNEG[:3], NONNEG_BAD),
                            "dtype": ([_const(jnp.float16), _const(None), _const(jnp.float32)],
                                      [_const(jnp.int32), _const("x")])}),
+    "recommended_schedule": (lambda method, sigma_y, iteration_scale: inv.recommended_schedule(
+        method, sigma_y, iteration_scale=iteration_scale),
+                             {"method": ([_const("snore"), _const("pnp_hqs")], [_const("admm"), _const(None)]),
+                              "sigma_y": (POS, POS_BAD),
+                              "iteration_scale": ([_const(0.1), _const(1.0)], [_const(0.0), _const(NAN)])}),
     "annealed_schedule": (lambda sigma_start, num_stages, spacing: inv.annealed_schedule(
         sigma_start=sigma_start, sigma_end=0.05, alpha_start=1.0, alpha_end=0.5, step_size=0.1,
         num_stages=num_stages, steps_per_stage=2, final_steps=1, spacing=spacing),
@@ -337,7 +342,7 @@ def test_fuzz_deep(name, data):
 def test_every_public_function_is_fuzzed():
     """Every public callable of the family is in the table (the containers and constants are not called)."""
     containers = {"AbstractDenoiser", "AbstractOperator", "Schedule", "RestorationResult", "Task",
-                  "DenoiserTrainResult", "METHODS", "PRETRAINED", "TASKS", "TABLE_SEED", "TABLE_SIGMAS",
+                  "DenoiserTrainResult", "METHODS", "PRETRAINED", "RECOMMENDED", "TASKS", "TABLE_SEED", "TABLE_SIGMAS",
                   "TEST_IMAGES", "TRAIN_IMAGES"}
     fuzzed = {n.split(".")[0] for n in FUZZ} | {"Identity"}  # Identity: operator.* rows
     missing = set(inv.__all__) - containers - fuzzed

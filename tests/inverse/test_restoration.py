@@ -328,3 +328,25 @@ def test_progress_reports_steps_and_leaves_the_result_unchanged():
         assert seen == [1, 2, 3, 4, 5, 6], fn.__name__
         with pytest.raises(TypeError, match="progress: expected a bool or a callable"):
             fn(key, y, Identity(), den, sched, 0.05, progress="on")
+
+
+def test_recommended_schedules_are_the_benchmarked_settings():
+    from benchmarks.suites.inverse import METHOD_PARAMS
+    from jaxcore.inverse import RECOMMENDED, recommended_schedule
+
+    sy = 10 / 255
+    s = recommended_schedule("snore", sy)
+    assert s.num_steps == 300
+    np.testing.assert_allclose([s.sigma[0], s.alpha[0], s.step_size[0]], [2 * sy, 0.7, 0.5 * sy**2], rtol=1e-6)
+    assert recommended_schedule("pnp_hqs", sy, iteration_scale=0.1).num_steps == 5
+    a = recommended_schedule("annealed_snore", sy)
+    assert a.num_steps == 16 * 10 + 140 and float(a.sigma[0]) == pytest.approx(4 * sy, rel=1e-6)
+    for name, mp in METHOD_PARAMS.items():  # the benchmark's settings are the library's
+        base = {"annealed": "annealed_snore"}.get(mp["kind"], mp["kind"])
+        ref = RECOMMENDED[base]
+        assert mp["sigma" if "sigma" in mp else "sigma_start"] == ref["sigma" if "sigma" in ref else "sigma_start"]
+        assert mp["step"] == ref["step"], name
+    with pytest.raises(ValueError, match="method: expected one of"):
+        recommended_schedule("admm", sy)
+    with pytest.raises(ValueError, match="sigma_y: expected"):
+        recommended_schedule("red", 0.0)
