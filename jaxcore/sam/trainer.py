@@ -45,7 +45,8 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from jaxcore._util import Progress, check_bool, check_int, check_key, check_progress, error_if, expected, is_concrete
 
-from .perturbations import OBF, Perturbation, _check_tree, _checked_value, _global_norm, _rho_at
+from .perturbations import (GSAM, OBF, SAM, Perturbation, _check_tree, _checked_value, _global_norm, _global_norms,
+                            _rho_at, _scale_factor, _scaled_tree)
 from .sharpness import _check_loss_fn, _checked_loss_fn
 
 PyTree = Any
@@ -384,13 +385,24 @@ def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, a
             key = jax.random.fold_in(key, jax.lax.axis_index(axis_name))
         keys = jax.random.split(key, k)
 
-    def perturbed_pass(h, mb, kk):
-        eps = perturbation.perturb(h, params_v, rho, key=kk)
+    # SAM's geometry over k > 1 micro-batches: the k norms with one unbatched cond (the vmapped per-slice
+    # cond of perturb() would always run the scaled fallback), eps_i = (rho / |h_i|) h_i as in perturb().
+    batched_sam = k > 1 and type(perturbation).perturb in (SAM.perturb, GSAM.perturb)
+    norms = _global_norms(hs) if batched_sam else None
+
+    def perturbed_pass(h, mb, kk, norm):
+        if norm is None:
+            eps = perturbation.perturb(h, params_v, rho, key=kk)
+        else:
+            eps = _scaled_tree(h, _scale_factor(norm, rho))
         w_eps = jax.tree.map(lambda p, e: p + e.astype(p.dtype), params_v, eps)
         (loss_p, _), gp = jax.value_and_grad(loss_fn, has_aux=True)(w_eps, model_state, mb)
         return loss_p, gp
 
-    losses_p, gps = over_micro(perturbed_pass, hs, micro, keys)
+    if batched_sam:
+        losses_p, gps = over_micro(perturbed_pass, hs, micro, keys, norms)
+    else:
+        losses_p, gps = over_micro(lambda h, mb, kk: perturbed_pass(h, mb, kk, None), hs, micro, keys)
     if axis_name is not None and sync_perturbation:
         gps = jax.lax.pmean(gps, axis_name)
     ds = over_micro(perturbation.direction, hs, gps)
@@ -403,7 +415,7 @@ def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, a
         # Same expression as inside the perturbation's normalisation, so XLA shares it (no extra pass over h).
         ascent_norm = _global_norm(jax.tree.map(lambda x: x[0], hs))
     else:
-        ascent_norm = jnp.mean(jax.vmap(_global_norm)(hs))
+        ascent_norm = jnp.mean(norms if batched_sam else _global_norms(hs))
     if axis_name is not None:
         if not sync_perturbation:
             d = jax.lax.pmean(d, axis_name)

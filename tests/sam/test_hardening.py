@@ -293,3 +293,26 @@ def test_sharpness_aware_transform_refuses_none_and_casts_half_updates_to_the_pa
     ref_u, ref_s = tx.update(g16.astype(jnp.float32), tx.init(w), w)
     ref_u2, _ = tx.update(g16.astype(jnp.float32), ref_s, w + ref_u)
     np.testing.assert_allclose(np.asarray(u2), np.asarray(ref_u2), rtol=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-25, 1e18])
+def test_m_sharpness_step_equals_per_micro_batch_sam_at_tiny_and_huge_gradients(scale):
+    """k = 2 micro-batches (batched norms, one cond for all): each eps_i = rho h_i / |h_i| as SAM's, stable in float32."""
+    def loss(w, _, b):
+        return scale * jnp.mean((b["x"] @ w - b["y"]) ** 2), {}
+
+    x = jax.random.normal(jax.random.key(0), (4, 3))
+    batch = {"x": x, "y": jnp.array([1.0, -1.0, 0.5, 2.0])}
+    w, opt, rho = jnp.array([0.3, -0.2, 0.1]), optax.sgd(0.1), 0.05
+    out = sam.step(loss, w, sam.init(w, opt), batch, optimizer=opt, perturbation=sam.SAM(rho), num_micro_batches=2)
+    ds, norms = [], []
+    for i in range(2):
+        mb = jax.tree.map(lambda v: v[2 * i:2 * i + 2], batch)
+        h = sam.ascent_gradient(loss, w, mb)
+        norms.append(float(sam.global_norm(h)))
+        eps = sam.sam_perturbation(h, rho)
+        ds.append(jax.grad(lambda v: loss(v, None, mb)[0])(w + eps))
+    ref = w - 0.1 * (ds[0] + ds[1]) / 2
+    np.testing.assert_allclose(np.asarray(out.params), np.asarray(ref), rtol=1e-5, atol=1e-7 * scale)
+    np.testing.assert_allclose(float(out.info.ascent_norm), np.mean(norms), rtol=1e-5)
+    assert np.isfinite(float(out.info.ascent_norm)) and float(out.info.ascent_norm) > 0
