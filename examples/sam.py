@@ -102,7 +102,7 @@ def main(small: bool, out: str, seed: int) -> None:
                      label=name)
     ax1.set(xlabel="epoch", ylabel="training loss (noisy labels, 1-epoch mean)", title="Training")
     ax2.set(xlabel="largest Hessian eigenvalue (training loss)", ylabel="clean test accuracy (%)",
-            title="Accuracy vs sharpness", xscale="log")
+            title="Accuracy vs sharpness")
     ax1.legend()
     ax2.legend(fontsize=8)
     fig.tight_layout()
