@@ -1,7 +1,7 @@
 """jaxcore.lm: a language-model substrate (Llama / SmolLM2-135M in JAX).
 
 GGUF reading with vectorised dequantisation, the tokenizer rebuilt from the GGUF metadata, a
-Llama forward with layers stacked for ``lax.scan`` (optional per-layer internals and
+Llama forward (optional per-layer internals and
 interventions), KV-cache decoding in one ``lax.scan`` with a logits-processor hook, sequence
 log-probabilities and perplexity. Families (watermarking, DPO, controlled decoding) import it.
 
@@ -24,7 +24,7 @@ from .model import (
     Intervention,
     Llama,
     LlamaConfig,
-    LlamaLayers,
+    LlamaBlock,
     forward,
     forward_hidden,
     random_llama,
@@ -52,7 +52,7 @@ __all__ = [
     "Intervention",
     "Llama",
     "LlamaConfig",
-    "LlamaLayers",
+    "LlamaBlock",
     "LogitsProcessor",
     "Temperature",
     "Tokenizer",

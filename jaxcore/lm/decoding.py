@@ -52,44 +52,39 @@ class GenerateResult(NamedTuple):
 
 
 def _prefill(model: Llama, tokens, mask, cache_len, intervention):
-    """Run the prompt; return the last position's logits and the KV cache ``[n, B, T, K, h]``."""
+    """Run the prompt; return the last position's logits and the KV cache (per layer ``[B, T, K, h]``)."""
     x, _, out = _run_layers(model, tokens, mask, intervention, collect=False, keep_kv=True)
     logits = _head(model, x[:, -1:])[:, 0]
-    k, v = out["kv"]
-    pad = [(0, 0), (0, 0), (0, cache_len - tokens.shape[1]), (0, 0), (0, 0)]
-    return logits, jnp.pad(k, pad), jnp.pad(v, pad)
+    pad = [(0, 0), (0, cache_len - tokens.shape[1]), (0, 0), (0, 0)]
+    ck = tuple(jnp.pad(k, pad) for k, _ in out["kv"])
+    cv = tuple(jnp.pad(v, pad) for _, v in out["kv"])
+    return logits, ck, cv
 
 
 def _decode_step(model: Llama, ck, cv, token, position, index, key_mask, intervention):
-    """One token through the model with the cache; returns its next-token logits and the cache."""
+    """One token through the model with the cache (written in place at ``index``); returns its
+    next-token logits and the cache."""
     c = model.config
     x = jnp.take(model.embed, token, axis=0).astype(_acc(model.dtype))[:, None]
     bias = jnp.where(key_mask, 0.0, _NEG).astype(jnp.float32)[:, None, :]
     positions = position[:, None]
     res = None if intervention is None else intervention.residual
     scl = None if intervention is None else intervention.mlp_scale
-    layer_ids = jnp.arange(c.num_layers)
+    zero = jnp.zeros((), jnp.int32)
+    new_k, new_v = [], []
+    for i, lw in enumerate(model.layers):
 
-    def body(carry, xs):
-        x, ck, cv = carry
-        lw, i, r, s = xs
-        box = {}
+        def write(k, v, _ka, _va, i=i):
+            k_all = lax.dynamic_update_slice(ck[i], k.astype(ck[i].dtype), (zero, index, zero, zero))
+            v_all = lax.dynamic_update_slice(cv[i], v.astype(cv[i].dtype), (zero, index, zero, zero))
+            new_k.append(k_all)
+            new_v.append(v_all)
+            return k_all, v_all
 
-        def write(k, v, _ka, _va):
-            zero = jnp.zeros((), jnp.int32)
-            ck2 = lax.dynamic_update_slice(ck, k.astype(ck.dtype)[None], (i, zero, index, zero, zero))
-            cv2 = lax.dynamic_update_slice(cv, v.astype(cv.dtype)[None], (i, zero, index, zero, zero))
-            box["cache"] = (ck2, cv2)
-            return ck2[i], cv2[i]
-
-        x, _, _, _ = _block(c, lw, x, positions, None, None, bias, write, s)
-        if r is not None:
-            x = x + r.astype(x.dtype)
-        ck, cv = box["cache"]
-        return (x, ck, cv), None
-
-    (x, ck, cv), _ = lax.scan(body, (x, ck, cv), (model.layers, layer_ids, res, scl))
-    return _head(model, x)[:, 0], ck, cv
+        x, _, _, _ = _block(c, lw, x, positions, None, None, bias, write, None if scl is None else scl[i])
+        if res is not None:
+            x = x + res[i].astype(x.dtype)
+    return _head(model, x)[:, 0], tuple(new_k), tuple(new_v)
 
 
 def _sample(key, logits, sampler, greedy):
@@ -143,8 +138,7 @@ def _generate_jit(key, model, prompt, prompt_mask, processor, sampler, intervent
         tok = jnp.where(live, tok, pad)
         lp = jnp.where(live, lp, 0.0)
         mlp = jnp.where(live, mlp, 0.0)
-        if eos is not None:
-            done = done | (tok == eos)
+        done = done | (tok == eos)  # eos = -1 when there is none
         ctx = jnp.concatenate([ctx[:, 1:], tok[:, None]], axis=1)
         return tok, lp, mlp, live, pstate, ctx, done
 
@@ -254,4 +248,6 @@ def generate(
     pad = pad_token_id if pad_token_id is not None else (eos if eos is not None else 0)
     pad = check_int(pad, "pad_token_id", minimum=0, maximum=c.vocab_size - 1)
     intervention = check_intervention(model, intervention)
-    return _generate_jit(key, model, prompt, mask, processor, sampler, intervention, num_new, greedy, eos, pad)
+    eos = jnp.asarray(-1 if eos is None else eos, jnp.int32)  # arrays: other ids do not recompile
+    return _generate_jit(key, model, prompt, mask, processor, sampler, intervention, num_new, greedy, eos,
+                         jnp.asarray(pad, jnp.int32))

@@ -20,7 +20,8 @@ def to_transformers(model: Llama, *, dtype: str = "float32"):
         dtype: ``"float32"`` or ``"bfloat16"`` torch parameters.
 
     Returns:
-        The torch model (attention implementation ``sdpa``).
+        The torch model (attention implementation ``sdpa``; no BOS/EOS/pad ids set, so ``generate``
+        runs ``max_new_tokens`` unless told an ``eos_token_id``).
 
     Raises:
         ImportError: torch or transformers is not installed (``pip install torch transformers``).
@@ -44,6 +45,7 @@ def to_transformers(model: Llama, *, dtype: str = "float32"):
         num_attention_heads=c.num_heads, num_key_value_heads=c.num_kv_heads, rms_norm_eps=c.norm_eps,
         rope_theta=c.rope_base, max_position_embeddings=c.max_positions, tie_word_embeddings=c.tie_embeddings,
         head_dim=c.head_dim, hidden_act="silu", attention_bias=False, mlp_bias=False,
+        bos_token_id=None, eos_token_id=None, pad_token_id=None,  # a Llama carries no special ids
     )
     try:
         cfg.rope_parameters = {"rope_type": "default", "rope_theta": float(c.rope_base)}
@@ -55,27 +57,27 @@ def to_transformers(model: Llama, *, dtype: str = "float32"):
     hf = hf.to_empty(device="cpu")
     hf.model.rotary_emb = type(hf.model.rotary_emb)(config=cfg)  # its buffers were not materialised
     f32 = lambda a: torch.from_numpy(np.asarray(a, np.float32).copy())  # noqa: E731
-    lay = model.layers
     nh, nk, h, f = c.num_heads, c.num_kv_heads, c.head_dim, c.hidden_dim
     sd = {"model.embed_tokens.weight": f32(model.embed), "model.norm.weight": f32(model.final_norm)}
-    wqkv, wgu = np.asarray(lay.wqkv, np.float32), np.asarray(lay.w_gate_up, np.float32)
-    wo, wd = np.asarray(lay.wo, np.float32), np.asarray(lay.w_down, np.float32)
-    for i in range(c.num_layers):
+    for i, blk in enumerate(model.layers):
         p = f"model.layers.{i}."
-        sd[p + "input_layernorm.weight"] = f32(lay.attn_norm[i])
-        sd[p + "post_attention_layernorm.weight"] = f32(lay.mlp_norm[i])
-        sd[p + "self_attn.q_proj.weight"] = f32(wqkv[i][:, : nh * h].T)
-        sd[p + "self_attn.k_proj.weight"] = f32(wqkv[i][:, nh * h: (nh + nk) * h].T)
-        sd[p + "self_attn.v_proj.weight"] = f32(wqkv[i][:, (nh + nk) * h:].T)
-        sd[p + "self_attn.o_proj.weight"] = f32(wo[i].T)
-        sd[p + "mlp.gate_proj.weight"] = f32(wgu[i][:, :f].T)
-        sd[p + "mlp.up_proj.weight"] = f32(wgu[i][:, f:].T)
-        sd[p + "mlp.down_proj.weight"] = f32(wd[i].T)
+        wqkv, wgu = np.asarray(blk.wqkv, np.float32), np.asarray(blk.w_gate_up, np.float32)
+        sd[p + "input_layernorm.weight"] = f32(blk.attn_norm)
+        sd[p + "post_attention_layernorm.weight"] = f32(blk.mlp_norm)
+        sd[p + "self_attn.q_proj.weight"] = f32(wqkv[:, : nh * h].T)
+        sd[p + "self_attn.k_proj.weight"] = f32(wqkv[:, nh * h: (nh + nk) * h].T)
+        sd[p + "self_attn.v_proj.weight"] = f32(wqkv[:, (nh + nk) * h:].T)
+        sd[p + "self_attn.o_proj.weight"] = f32(np.asarray(blk.wo, np.float32).T)
+        sd[p + "mlp.gate_proj.weight"] = f32(wgu[:, :f].T)
+        sd[p + "mlp.up_proj.weight"] = f32(wgu[:, f:].T)
+        sd[p + "mlp.down_proj.weight"] = f32(np.asarray(blk.w_down, np.float32).T)
     sd["lm_head.weight"] = sd["model.embed_tokens.weight"] if model.head is None else f32(np.asarray(model.head).T)
     missing, unexpected = hf.load_state_dict(sd, strict=False)
     assert not unexpected and all(k == "lm_head.weight" for k in missing), (missing, unexpected)
     if c.tie_embeddings:
         hf.tie_weights()
     hf = hf.to(tdt)
+    hf.generation_config.bos_token_id = hf.generation_config.eos_token_id = None
+    hf.generation_config.pad_token_id = None
     hf.eval()
     return hf

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._util.checks import check_choice, expected
-from .model import Llama, LlamaConfig, LlamaLayers
+from .model import Llama, LlamaBlock, LlamaConfig
 
 __all__ = [
     "GGUF_TYPES",
@@ -245,8 +245,8 @@ def llama_from_arrays(arrays: dict[str, np.ndarray], dtype: str = "float32") -> 
     if "head" in arrays:
         config = LlamaConfig(**{**{f: getattr(config, f) for f in config.__dataclass_fields__}, "tie_embeddings": False})
     j = lambda a: jnp.asarray(a)  # noqa: E731
-    layers = LlamaLayers(j(arrays["attn_norm"]), j(arrays["wqkv"]), j(arrays["wo"]), j(arrays["mlp_norm"]),
-                         j(arrays["w_gate_up"]), j(arrays["w_down"]))
+    names = ("attn_norm", "wqkv", "wo", "mlp_norm", "w_gate_up", "w_down")
+    layers = tuple(LlamaBlock(*(j(arrays[name][i]) for name in names)) for i in range(config.num_layers))
     model = Llama(config, j(arrays["embed"]), layers, j(arrays["final_norm"]),
                   j(arrays["head"]) if "head" in arrays else None)
     return model if dtype == "float32" else model.astype(jnp.bfloat16)

@@ -22,14 +22,13 @@ def reference_logits(model, tokens):
     c = model.config
     f64 = lambda a: np.asarray(a, np.float64)  # noqa: E731
     emb = f64(model.embed)
-    lay = model.layers
     nh, nk, h, f = c.num_heads, c.num_kv_heads, c.head_dim, c.hidden_dim
     x = emb[np.asarray(tokens)]
     length = x.shape[0]
     pos = np.arange(length, dtype=np.float64)
-    for i in range(c.num_layers):
-        xn = _rms(x, f64(lay.attn_norm[i]), c.norm_eps)
-        w = f64(lay.wqkv[i])
+    for lay in model.layers:
+        xn = _rms(x, f64(lay.attn_norm), c.norm_eps)
+        w = f64(lay.wqkv)
         q = (xn @ w[:, : nh * h]).reshape(length, nh, h)
         k = (xn @ w[:, nh * h: (nh + nk) * h]).reshape(length, nk, h)
         v = (xn @ w[:, (nh + nk) * h:]).reshape(length, nk, h)
@@ -42,11 +41,11 @@ def reference_logits(model, tokens):
             p = np.exp(s - s.max(-1, keepdims=True))
             p /= p.sum(-1, keepdims=True)
             out[:, head] = p @ v[:, kv]
-        x = x + out.reshape(length, nh * h) @ f64(lay.wo[i])
-        xn = _rms(x, f64(lay.mlp_norm[i]), c.norm_eps)
-        gu = xn @ f64(lay.w_gate_up[i])
+        x = x + out.reshape(length, nh * h) @ f64(lay.wo)
+        xn = _rms(x, f64(lay.mlp_norm), c.norm_eps)
+        gu = xn @ f64(lay.w_gate_up)
         g, u = gu[:, :f], gu[:, f:]
-        x = x + (g / (1 + np.exp(-g)) * u) @ f64(lay.w_down[i])
+        x = x + (g / (1 + np.exp(-g)) * u) @ f64(lay.w_down)
     xn = _rms(x, f64(model.final_norm), c.norm_eps)
     return xn @ emb.T
 

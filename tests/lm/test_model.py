@@ -45,9 +45,9 @@ def test_forward_hidden_internals_and_interventions():
     # the MLP output of the last block equals the residual difference minus the attention part:
     # check instead that zero MLP scales equal a model with zero down-projection
     zero = lm.Intervention(mlp_scale=jnp.zeros((c.num_layers, c.hidden_dim)))
-    lay = MODEL.layers
-    ablated = lm.Llama(c, MODEL.embed, lm.LlamaLayers(lay.attn_norm, lay.wqkv, lay.wo, lay.mlp_norm, lay.w_gate_up,
-                                                      jnp.zeros_like(lay.w_down)), MODEL.final_norm)
+    ablated = lm.Llama(c, MODEL.embed, tuple(lm.LlamaBlock(b.attn_norm, b.wqkv, b.wo, b.mlp_norm, b.w_gate_up,
+                                                           jnp.zeros_like(b.w_down)) for b in MODEL.layers),
+                       MODEL.final_norm)
     np.testing.assert_allclose(lm.forward(MODEL, toks, intervention=zero), lm.forward(ablated, toks), atol=1e-5)
     # an added residual vector at the last block shifts the final stream by exactly that vector
     vec = jnp.zeros((c.num_layers, c.dim)).at[-1].set(jnp.arange(c.dim) / c.dim)
