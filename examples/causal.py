@@ -108,5 +108,5 @@ if __name__ == "__main__":
     parser.add_argument("--out", default="results/examples/causal", help="folder for the figure")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the chains")
     args = parser.parse_args()
-    jaxcore.enable_compilation_cache()   # later runs reload the compiled programs from disk
+    jaxcore.enable_compilation_cache()   # keep compiled programs on disk (see examples/README.md)
     main(args.small, args.out, args.seed)

@@ -12,7 +12,7 @@ plots the images and the PSNR along the iterations.
 
 Run::
 
-    python examples/inverse.py          # 64x64 crop, 150 iterations; about 30 s on 2 CPU cores
+    python examples/inverse.py          # 64x64 crop, 150 iterations; about 15 s on 2 CPU cores
     python examples/inverse.py --small  # 32x32 crop, 20 iterations (CI)
 """
 
@@ -82,5 +82,5 @@ if __name__ == "__main__":
     parser.add_argument("--out", default="results/examples/inverse", help="folder for the figure")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed (blur noise and SNORE's draws)")
     args = parser.parse_args()
-    jaxcore.enable_compilation_cache()   # later runs reload the compiled programs from disk
+    jaxcore.enable_compilation_cache()   # keep compiled programs on disk (see examples/README.md)
     main(args.small, args.out, args.seed)

@@ -11,7 +11,7 @@ each, and plots the training loss and accuracy against sharpness.
 
 Run::
 
-    python examples/sam.py              # 2 seeds x 10 epochs; under a minute on 2 CPU cores
+    python examples/sam.py              # 2 seeds x 10 epochs; about 20 s on 2 CPU cores
     python examples/sam.py --small      # 1 seed, 2 epochs (CI)
 """
 
@@ -118,5 +118,5 @@ if __name__ == "__main__":
     parser.add_argument("--out", default="results/examples/sam", help="folder for the figure")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split, the label noise and the inits")
     args = parser.parse_args()
-    jaxcore.enable_compilation_cache()   # later runs reload the compiled programs from disk
+    jaxcore.enable_compilation_cache()   # keep compiled programs on disk (see examples/README.md)
     main(args.small, args.out, args.seed)

@@ -93,5 +93,5 @@ if __name__ == "__main__":
     parser.add_argument("--small", action="store_true", help="few optimisation steps (CI)")
     parser.add_argument("--out", default="results/examples/tpp", help="folder for the figure")
     args = parser.parse_args()
-    jaxcore.enable_compilation_cache()   # later runs reload the compiled programs from disk
+    jaxcore.enable_compilation_cache()   # keep compiled programs on disk (see examples/README.md)
     main(args.small, args.out)
