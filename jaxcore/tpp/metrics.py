@@ -31,7 +31,7 @@ from jaxcore._util import check_int, check_key, check_positive, check_scalar, ex
 
 from ._checks import as_param
 
-from .events import EventBatch, check_batch
+from .events import EventBatch, check_batch, check_marks
 from .solver import JumpDiffusion, _solve_args, _solve_batch
 
 
@@ -357,11 +357,14 @@ def evaluate(
     ``num_samples`` Brownian paths; ``key=None`` integrates the drift only (deterministic).
     Predictions (:func:`predict_next`, ``num_grid`` steps over ``horizon``) and the KS
     statistic (:func:`time_rescaling_ks`) are drift-only. All of it runs as one program.
+    A neural TPP (:class:`jaxcore.tpp.NeuralTPP`) is scored on its own likelihood (closed-form or
+    16-node quadrature compensator) and predicts by thinning (:meth:`NeuralTPP.predict_next`,
+    ``max(num_samples, 16)`` draws; ``key`` required).
 
     Args:
-        dynamics: a :class:`JumpDiffusion` (``NJDTPP``, ``HawkesSDE``, ...) or a classical
+        dynamics: a :class:`JumpDiffusion` (``NJDTPP``, ``HawkesSDE``, ...), a classical
             model with ``jump_diffusion()`` (``Poisson``, ``Hawkes``, ``SharedDecayHawkes``,
-            ``SelfCorrecting``).
+            ``SelfCorrecting``) or a neural TPP (``RMTPP``, ``NHP``, ``THP``, ``SAHP``, ``IFTPP``).
         batch: ``B`` test sequences.
         key: PRNG key for the Brownian paths of the NLL, or ``None`` (drift only).
         horizon: prediction horizon (time unit, > 0), e.g. a few mean gaps.
@@ -388,6 +391,10 @@ def evaluate(
         >>> round(float(r.nll), 4), float(r.accuracy)
         (1.0, 1.0)
     """
+    from .neural import NeuralTPP
+
+    if isinstance(dynamics, NeuralTPP):
+        return _evaluate_neural(dynamics, batch, key, horizon, num_samples)
     if not isinstance(dynamics, JumpDiffusion):
         if not hasattr(dynamics, "jump_diffusion"):
             raise TypeError(expected("dynamics", "a jaxcore.tpp.JumpDiffusion or a classical model with "
@@ -423,3 +430,31 @@ def _evaluate_impl(dyn, batch, key, horizon, num_substeps, num_samples, method, 
 
 
 _evaluate_run = eqx.filter_jit(_evaluate_impl)
+
+
+def _evaluate_neural(model, batch, key, horizon, num_samples):
+    """:func:`evaluate` for a neural TPP: its likelihood, thinning predictions and rescaled gaps."""
+    if key is None:
+        raise ValueError(expected("key", "a PRNG key for a neural TPP (its predictions sample by thinning)",
+                                  "None", raw=True))
+    check_key(key)
+    check_batch(batch)
+    check_marks(batch, model.num_marks)
+    check_scalar(horizon, "horizon", positive=True)
+    S = max(check_int(num_samples, "num_samples", minimum=1), 16)
+    return _evaluate_neural_run(model._checked(), batch, key, jnp.asarray(horizon, batch.times.dtype), S)
+
+
+@eqx.filter_jit
+def _evaluate_neural_run(model, batch, key, horizon, S):
+    from .neural import _loglik_batch, _sample_batch
+
+    parts = _loglik_batch(model, batch, 16)
+    over = jnp.asarray(1.5, batch.times.dtype)
+    s = _sample_batch(model, key, batch, horizon, S, 64, 32, over)
+    probs = jnp.mean(s.type_probs, axis=2)
+    valid = batch.mask & jnp.concatenate([batch.mask[:, 1:], jnp.zeros((batch.num_sequences, 1), bool)], 1)
+    pred = NextEventPrediction(jnp.mean(s.time, axis=2), jnp.argmax(probs, -1).astype(jnp.int32), probs, valid)
+    rmse, acc = _prediction_scores_impl(pred, batch)
+    ks = _ks_impl(parts.interval_compensator, batch.mask)
+    return EvaluationResult(_nll_per_event(parts.log_likelihood, batch.num_events), rmse, acc, ks)

@@ -159,6 +159,20 @@ class NJDTPP(JumpDiffusion):
                 x = act(x)
         return x[0], x[1]
 
+    def drift_and_jacobian_diag(self, t, eta):
+        """The drift MLP and its Jacobian's diagonal in one pass: the primal once and ``K`` forward
+        tangents (``[K, width]``) carried through the layers (the activation's derivative elementwise)."""
+        act = _ACTIVATIONS[self.activation]
+        layers = self.drift_net.layers
+        x, tan = eta, jnp.eye(eta.shape[0], dtype=eta.dtype)
+        for i, layer in enumerate(layers):
+            x = layer.weight @ x + layer.bias
+            tan = tan @ layer.weight.T
+            if i < len(layers) - 1:
+                x, slope = jax.jvp(act, (x,), (jnp.ones_like(x),))
+                tan = tan * slope[None]
+        return x, jnp.diagonal(tan)
+
     def jump(self, t, eta):
         K = eta.shape[0]
         return self.jump_net(eta).reshape(K, K)
@@ -271,8 +285,9 @@ def train(
     eval_every: int = 50,
     stochastic: bool = True,
     progress: ProgressArg = False,
+    num_quadrature: int = 16,
 ) -> TrainResult:
-    """Fit an NJDTPP by minibatch maximum likelihood with optax, all steps in one compiled ``lax.scan``.
+    """Fit an NJDTPP (or a neural TPP) by minibatch maximum likelihood with optax, all steps in one ``lax.scan``.
 
     Each step draws ``batch_size`` sequences uniformly (with replacement) and a
     fresh Brownian key, and takes one optimizer step on
@@ -283,7 +298,8 @@ def train(
 
     Args:
         key: PRNG key (minibatches, Brownian noise, validation noise).
-        model: the initial :class:`NJDTPP`.
+        model: the initial :class:`NJDTPP`, or a neural TPP (:class:`jaxcore.tpp.RMTPP`, ``NHP``,
+            ``THP``, ``SAHP``, ``IFTPP``; trained on its exact-or-quadrature likelihood).
         batch: training sequences.
         num_steps: optimizer steps.
         batch_size: sequences per minibatch.
@@ -296,6 +312,8 @@ def train(
         valid_batch: optional validation sequences for model selection.
         eval_every: validation period in steps.
         stochastic: include the diffusion term during training (False: drift only).
+        num_quadrature: Gauss-Legendre nodes per interval of a neural TPP's compensator
+            (:meth:`jaxcore.tpp.NeuralTPP.log_likelihood`; ignored for the NJDTPP).
         progress: ``False`` (default), ``True`` (a progress bar) or ``fn(step, {"loss": ...})``
             called on the host from inside the loop.
 
@@ -320,9 +338,12 @@ def train(
         >>> res.losses.shape, res.valid_losses.shape
         ((3,), (0,))
     """
+    from .neural import NeuralTPP
+
     check_key(key)
-    if not isinstance(model, NJDTPP):
-        raise TypeError(expected("model", "an NJDTPP", type(model).__name__, raw=True))
+    if not isinstance(model, (NJDTPP, NeuralTPP)):
+        raise TypeError(expected("model", "an NJDTPP or a neural TPP (RMTPP, NHP, THP, SAHP, IFTPP)",
+                                 type(model).__name__, raw=True))
     check_batch(batch)
     check_marks(batch, model.num_marks)
     if valid_batch is not None:
@@ -332,7 +353,12 @@ def train(
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     eval_every = check_int(eval_every, "eval_every", minimum=1)
     num_substeps = check_int(num_substeps, "num_substeps", minimum=1)
+    num_quadrature = check_int(num_quadrature, "num_quadrature", minimum=1)
     check_choice(convention, "convention", ("window", "paper"))
+    if isinstance(model, NeuralTPP):
+        if convention != "window":
+            raise ValueError(expected("convention", "'window' for a neural TPP", convention))
+        num_substeps = -num_quadrature  # the neural likelihood's static setting (negative: quadrature nodes)
     stochastic = check_bool(stochastic, "stochastic")
     progress = check_progress(progress)
     if optimizer is not None and not isinstance(optimizer, optax.GradientTransformation):
@@ -358,6 +384,11 @@ def _default_optimizer() -> optax.GradientTransformation:
 def _train_loss(params, static, batch, key, num_substeps, convention, stochastic):
     """``-sum log L / sum N`` (nats per event; the paper convention does not count first events)."""
     m = eqx.combine(params, static)
+    if num_substeps < 0:  # a neural TPP (train passes minus its number of quadrature nodes)
+        from .neural import _loglik_batch
+
+        ll = _loglik_batch(m, batch, -num_substeps)
+        return -jnp.sum(ll.log_likelihood) / jnp.maximum(jnp.sum(batch.mask), 1)
     ll = _solve_batch(m, batch, key if stochastic else None, "scan", num_substeps, convention, None, None, 4096, 1e-3)
     n = jnp.sum(batch.mask) - (batch.num_sequences if convention == "paper" else 0)
     return -jnp.sum(ll.log_likelihood) / jnp.maximum(n, 1)

@@ -14,9 +14,17 @@ jump. The log-likelihood is ``sum_i eta_{m_i}(t_i-) - Lambda`` (eq. 3).
 
 Three integrators:
 
-- ``method="scan"`` (default): fixed-step Euler-Maruyama on the augmented
-  state ``(eta, Lambda)`` with ``num_substeps`` equal steps per inter-event
-  gap, written as two nested ``lax.scan`` s. Dynamics that bound their drift's
+- ``method="scan"`` (default): fixed steps on the augmented state ``(eta, Lambda)``
+  with ``num_substeps`` equal steps per inter-event gap, written as two nested
+  ``lax.scan`` s. The default ``scheme="exponential"`` is error-controlled: the
+  exponential Euler step ``eta' = eta + h phi1(h d) f + g sqrt(h) z`` (``d`` the
+  drift Jacobian's diagonal, ``phi1(x) = (e^x - 1)/x``) and the compensator as the
+  exact integral of ``exp`` of the linearly interpolated ``eta`` over each step,
+  ``h sum_k e^{eta_k} phi1(eta'_k - eta_k)``. It is exact for Poisson and
+  self-correcting processes and second order (stable at any step) for Hawkes, where
+  the first-order ``scheme="euler"`` (explicit Euler-Maruyama, left-point
+  compensator; the reference code's) is 17% off a self-correcting likelihood at
+  10 sub-steps (the ``tpp.solver_error`` benchmark tabulates both). Dynamics that bound their drift's
   Lipschitz constant (:meth:`JumpDiffusion.drift_lipschitz`; the NJDTPP does) switch
   a batch with a step ``h * bound > 1`` (a long gap, e.g. 5e5 time units) to the
   drift-implicit Euler step, stable at any step size, where explicit Euler would
@@ -114,6 +122,17 @@ class JumpDiffusion(eqx.Module):
         """``h(t, eta)``, ``[K, K]``; column ``k`` is added at an event of type ``k``."""
         raise NotImplementedError
 
+    def drift_and_jacobian_diag(self, t: Float[Array, ""], eta: Float[Array, " K"]) -> tuple[Array, Array]:
+        """``(f(t, eta), diag df/deta)``, both ``[K]``: the drift and its Jacobian's diagonal (one
+        forward-mode tangent per event type), for the exponential step of ``scheme="exponential"``.
+        Override to share work between the two."""
+        fn = lambda e: self.drift(t, e)  # noqa: E731
+        K = eta.shape[0]
+        if K == 1:
+            return jax.jvp(fn, (eta,), (jnp.ones_like(eta),))
+        f, tangents = jax.vmap(lambda v: jax.jvp(fn, (eta,), (v,)))(jnp.eye(K, dtype=eta.dtype))
+        return f[0], jnp.diagonal(tangents)
+
     def flow(self, t: Float[Array, ""], eta: Float[Array, " K"], h: Float[Array, ""]) -> tuple[Array, Array]:
         """Exact drift-only flow over ``[t, t + h]`` with no event inside.
 
@@ -183,16 +202,40 @@ _CONVENTIONS = ("window", "paper")
 _METHODS = ("scan", "diffrax", "exact")
 
 
-def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True, implicit=False):
-    """``n`` Euler-Maruyama steps of ``(eta, Lambda)`` from ``t0`` to ``t1``; ``z`` ``[n, K]`` or None.
+def _phi1(z):
+    """``(e^z - 1) / z`` (1 at 0), with a series near 0 so that value and gradient stay finite."""
+    small = jnp.abs(z) < 1e-3
+    zs = jnp.where(small, jnp.ones_like(z), z)
+    return jnp.where(small, 1.0 + z * (0.5 + z * (1.0 / 6.0 + z / 24.0)), jnp.expm1(zs) / zs)
+
+
+def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True, implicit=False, scheme="exponential"):
+    """``n`` steps of ``(eta, Lambda)`` from ``t0`` to ``t1``; ``z`` ``[n, K]`` standard normals or None.
+
+    ``scheme="exponential"`` (default): the exponential (Rosenbrock) Euler step
+    ``eta' = eta + h phi1(h d) f(eta)`` with ``d`` the diagonal of the drift's Jacobian and
+    ``phi1(x) = (e^x - 1) / x`` (exact for a linear diagonal drift, second order for a diagonal one,
+    stable at any step on a contracting one), plus ``g sqrt(h) z``; the compensator integrates
+    ``exp`` of the log-intensity interpolated linearly over each step exactly:
+    ``h sum_k e^{eta_k} phi1(eta'_k - eta_k)`` (exact for Poisson and self-correcting processes).
+    ``scheme="euler"``: explicit Euler-Maruyama with the left-point compensator ``h sum exp(eta)``
+    (first order; the NJDTPP reference code's scheme).
 
     ``implicit=True``: the drift-implicit (linearly implicit, Rosenbrock-Euler) step
     ``eta' = eta + (I - h J)^{-1} h f(eta)`` with ``J`` the drift's Jacobian, and the compensator
-    at the step's end, ``Lambda' = Lambda + h sum exp(eta')``: stable at any step size on a
-    contracting drift (a long inter-event gap), where explicit Euler oscillates and overflows.
+    at the step's end, ``Lambda' = Lambda + h sum exp(eta')`` (either scheme): stable at any step
+    size on a contracting drift (a long inter-event gap), where explicit Euler oscillates and
+    overflows, and right for a step much longer than the drift's relaxation time (the linear
+    interpolation would spread the relaxation over the whole step).
     """
     h = (t1 - t0) / n
     sqrt_h = jnp.sqrt(h)
+    expo = scheme == "exponential"
+
+    def compensator(eta, eta_new):
+        if expo:
+            return jnp.sum(jnp.exp(eta) * _phi1(eta_new - eta)) * h
+        return jnp.sum(jnp.exp(eta)) * h
 
     def step(carry, zi):
         eta, lam, t = carry
@@ -205,12 +248,17 @@ def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True, implicit=False):
                 eta_new = eta_new + dyn.diffusion(t, eta) * sqrt_h * zi
             lam = lam + jnp.sum(jnp.exp(eta_new)) * h
             return (eta_new, lam, t + h), None
-        lam = lam + jnp.sum(jnp.exp(eta)) * h
-        if zi is not None:
+        if expo:
+            f, d = dyn.drift_and_jacobian_diag(t, eta)
+            eta_new = eta + _phi1(h * d) * f * h
+            if zi is not None:
+                eta_new = eta_new + dyn.diffusion(t, eta) * sqrt_h * zi
+        elif zi is not None:
             f, g = dyn.drift_and_diffusion(t, eta)
             eta_new = eta + f * h + g * sqrt_h * zi
         else:
             eta_new = eta + dyn.drift(t, eta) * h
+        lam = lam + compensator(eta, eta_new)
         return (eta_new, lam, t + h), None
 
     xs = z if z is not None else None
@@ -219,11 +267,12 @@ def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True, implicit=False):
     return eta, lam
 
 
-def _euler_segment_remat(dyn, eta, t0, t1, z, n, implicit=False):
+def _euler_segment_remat(dyn, eta, t0, t1, z, n, implicit=False, scheme="exponential"):
     """:func:`_euler_segment` under ``jax.checkpoint``: reverse mode keeps only each gap's starting state
     and recomputes the sub-steps, instead of stacking every sub-step's activations over the whole
     sequence (``[L, n, B, width]`` buffers; the ``tpp.njdtpp_grad`` benchmark ran ~4x faster with it)."""
-    return jax.checkpoint(lambda e, a, b, zz: _euler_segment(dyn, e, a, b, zz, n, implicit=implicit))(
+    return jax.checkpoint(lambda e, a, b, zz: _euler_segment(dyn, e, a, b, zz, n, implicit=implicit,
+                                                             scheme=scheme))(
         eta, t0, t1, z)
 
 
@@ -252,7 +301,7 @@ def _diffrax_segment(dyn, eta, t0, t1, bm, n, solver, controller, max_steps):
 
 
 def _solve_one(dyn, times, marks, mask, T, key, *, method, n, convention, solver, controller, max_steps, bm_tol,
-               implicit=False):
+               implicit=False, scheme="exponential"):
     K = dyn.initial_state().shape[0]
     L = times.shape[0]
     dtype = times.dtype
@@ -270,7 +319,7 @@ def _solve_one(dyn, times, marks, mask, T, key, *, method, n, convention, solver
 
         def segment(eta, t0, t1, idx):
             z = z_all[idx] if stochastic else None
-            return _euler_segment_remat(dyn, eta, t0, t1, z, n, implicit)
+            return _euler_segment_remat(dyn, eta, t0, t1, z, n, implicit, scheme)
     else:
         import diffrax
 
@@ -316,6 +365,7 @@ def solve(
     stepsize_controller: Any = None,
     max_steps: int = 4096,
     brownian_tol: float = 1e-3,
+    scheme: str = "exponential",
 ) -> SolveResult:
     """Integrate the log-intensity jump-diffusion over each sequence; return likelihood parts.
 
@@ -332,6 +382,13 @@ def solve(
             dynamics with :meth:`JumpDiffusion.flow` only, with ``key=None``).
         num_substeps: steps per inter-event gap (scan; initial/constant step
             ``gap / num_substeps`` for diffrax).
+        scheme: the scan's step (``method="scan"`` only): ``"exponential"`` (default; the
+            exponential Euler step with the drift Jacobian's diagonal and the exact integral of
+            ``exp`` of the linearly interpolated log-intensity: exact for Poisson and
+            self-correcting processes, second order for Hawkes, within 0.01% of the exact
+            Hawkes likelihood at 10 sub-steps) or ``"euler"`` (explicit Euler-Maruyama with the
+            left-point compensator, first order: -17% on a self-correcting process at 10
+            sub-steps; the NJDTPP reference code's scheme).
         convention: ``"window"`` (``[0, T]``, default) or ``"paper"`` (``[t_1, t_L]``).
         solver: a diffrax solver (default ``diffrax.Euler()``), diffrax method only.
         stepsize_controller: a diffrax controller (default ``ConstantStepSize()``).
@@ -356,16 +413,20 @@ def solve(
         >>> from jaxcore.tpp import NJDTPP, EventBatch, Hawkes, solve
         >>> batch = EventBatch.from_sequences([[0.5, 1.0, 4.0]], T=5.0)
         >>> exact = solve(Hawkes(0.2, 0.8, 1.0).jump_diffusion(), batch, method="exact")
-        >>> euler = solve(Hawkes(0.2, 0.8, 1.0).jump_diffusion(), batch, num_substeps=200)  # first order
-        >>> round(float(exact.log_likelihood[0]), 3), round(float(euler.log_likelihood[0]), 2)
-        (-6.401, -6.41)
+        >>> expo = solve(Hawkes(0.2, 0.8, 1.0).jump_diffusion(), batch)        # default: 10 sub-steps
+        >>> euler = solve(Hawkes(0.2, 0.8, 1.0).jump_diffusion(), batch, num_substeps=200, scheme="euler")
+        >>> [round(float(r.log_likelihood[0]), 3) for r in (exact, expo)], round(float(euler.log_likelihood[0]), 2)
+        ([-6.401, -6.403], -6.41)
     """
     return _solve_batch(*_solve_args(dynamics, batch, key, method, num_substeps, convention, solver,
-                                     stepsize_controller, max_steps, brownian_tol))
+                                     stepsize_controller, max_steps, brownian_tol, scheme))
+
+
+_SCHEMES = ("exponential", "euler")
 
 
 def _solve_args(dynamics, batch, key, method="scan", num_substeps=10, convention="window", solver=None,
-                stepsize_controller=None, max_steps=4096, brownian_tol=1e-3) -> tuple:
+                stepsize_controller=None, max_steps=4096, brownian_tol=1e-3, scheme="exponential") -> tuple:
     """Validate :func:`solve`'s arguments on the host; return those of :func:`_solve_batch`."""
     if not isinstance(dynamics, JumpDiffusion):
         raise TypeError(expected("dynamics", "a jaxcore.tpp.JumpDiffusion", type(dynamics).__name__, raw=True))
@@ -383,6 +444,8 @@ def _solve_args(dynamics, batch, key, method="scan", num_substeps=10, convention
     if convention not in _CONVENTIONS:
         raise ValueError(expected("convention", f"one of {_CONVENTIONS}", convention))
     n = check_int(num_substeps, "num_substeps", minimum=1)
+    if scheme not in _SCHEMES:
+        raise ValueError(expected("scheme", f"one of {_SCHEMES}", scheme))
     if key is not None:
         check_key(key)
     if method == "diffrax":
@@ -397,18 +460,22 @@ def _solve_args(dynamics, batch, key, method="scan", num_substeps=10, convention
                                                                    else stepsize_controller).__name__, raw=True))
     dynamics = dynamics._checked()
     # drift-implicit Euler when some step is too long for explicit Euler; decided on the host from
-    # concrete values (a static setting: the differentiated program holds one branch only)
+    # concrete values (a static setting: the differentiated program holds one branch only). The
+    # compensator of the implicit step is right-point: over a step much longer than the drift's
+    # relaxation time, the log-intensity sits at its equilibrium for nearly all of it, where the
+    # linear interpolation of the exponential scheme would spread the relaxation over the step.
     implicit = False
     if method == "scan" and is_concrete(dynamics, batch):
         lip = dynamics.drift_lipschitz()
         if lip is not None:
             implicit = bool(float(_max_gap(batch, convention)) / n * float(lip) > 1.0)
-    return dynamics, batch, key, method, n, convention, solver, stepsize_controller, max_steps, brownian_tol, implicit
+    return (dynamics, batch, key, method, n, convention, solver, stepsize_controller, max_steps, brownian_tol,
+            implicit, scheme)
 
 
 @eqx.filter_jit
 def _solve_batch(dynamics, batch, key, method, n, convention, solver, controller, max_steps, bm_tol,
-                 implicit=False):
+                 implicit=False, scheme="exponential"):
     """The validated solve, compiled as one program (arrays traced, settings static); vmapped over sequences."""
     keys = jax.random.split(key, batch.num_sequences) if key is not None else None
     in_key = 0 if keys is not None else None
@@ -416,7 +483,7 @@ def _solve_batch(dynamics, batch, key, method, n, convention, solver, controller
     def run(implicit):
         fn = lambda t, m, k, T_, kk: _solve_one(  # noqa: E731
             dynamics, t, m, k, T_, kk, method=method, n=n, convention=convention, solver=solver,
-            controller=controller, max_steps=max_steps, bm_tol=bm_tol, implicit=implicit)
+            controller=controller, max_steps=max_steps, bm_tol=bm_tol, implicit=implicit, scheme=scheme)
         return jax.vmap(fn, in_axes=(0, 0, 0, 0, in_key))(batch.times, batch.marks, batch.mask, batch.T, keys)
 
     return run(implicit)

@@ -207,7 +207,7 @@ def test_njdtpp_short_gaps_keep_explicit_euler():
     m = _linear_njdtpp(c, d, k=0.5)
     b = EventBatch.from_sequences([[0.5, 1.0, 2.0]], T=3.0)
     n = 10
-    ll = float(tpp.solve(m, b, num_substeps=n).log_likelihood[0])
+    ll = float(tpp.solve(m, b, num_substeps=n, scheme="euler").log_likelihood[0])
     # hand-written explicit Euler of the same system
     eta, comp, logs, t_prev = c, 0.0, 0.0, 0.0
     for t in [0.5, 1.0, 2.0, 3.0]:
@@ -215,6 +215,21 @@ def test_njdtpp_short_gaps_keep_explicit_euler():
         for _ in range(n):
             comp += math.exp(eta) * h
             eta = eta + h * (-0.5 * (eta - c))
+        if t < 3.0:
+            logs += eta
+            eta += d
+        t_prev = t
+    assert ll == pytest.approx(logs - comp, rel=1e-5)
+    # the default exponential scheme: the exact flow of this linear drift, the exact integral of exp
+    # of the linearly interpolated log-intensity
+    ll = float(tpp.solve(m, b, num_substeps=n).log_likelihood[0])
+    eta, comp, logs, t_prev = c, 0.0, 0.0, 0.0
+    for t in [0.5, 1.0, 2.0, 3.0]:
+        h = (t - t_prev) / n
+        for _ in range(n):
+            new = c + (eta - c) * math.exp(-0.5 * h)
+            comp += h * (math.exp(new) - math.exp(eta)) / (new - eta) if new != eta else h * math.exp(eta)
+            eta = new
         if t < 3.0:
             logs += eta
             eta += d

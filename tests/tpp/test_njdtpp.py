@@ -95,3 +95,42 @@ def test_errors():
         train(jax.random.key(0), Hawkes(0.2, 0.1, 1.0), EventBatch.from_sequences([[0.1]]))
     with pytest.raises(ValueError, match="batch.num_marks: expected 2"):
         train(jax.random.key(0), NJDTPP(2, key=jax.random.key(0)), EventBatch.from_sequences([[0.1]]))
+
+
+def test_njdtpp_fused_drift_jacobian_matches_the_generic_jvp():
+    from jaxcore.tpp import JumpDiffusion
+
+    m = NJDTPP(3, key=jax.random.key(0), width=5, depth=2, activation="gelu")
+    eta = jnp.array([0.1, -0.3, 0.7])
+    f, d = m.drift_and_jacobian_diag(0.0, eta)
+    f0, d0 = JumpDiffusion.drift_and_jacobian_diag(m, 0.0, eta)
+    np.testing.assert_allclose(np.asarray(f), np.asarray(m.drift(0.0, eta)), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(d), np.asarray(d0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(d), np.diag(np.asarray(jax.jacfwd(lambda e: m.drift(0.0, e))(eta))),
+                               rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="issue 17, open: trained on 32 sequences of [0, 50] for 300-1000 steps, "
+                                        "NJDTPP stays +0.06 nats/event above the self-correcting truth (a plateau "
+                                        "near the Poisson fit)")
+@pytest.mark.parametrize("which", ["self-correcting", "hawkes"])
+def test_njdtpp_fitted_reaches_the_true_model(which):
+    # issue 17's check: within max(2 SE, 0.01) nats/event of the true model's test NLL, the learned model
+    # scored on a converged solver (160 sub-steps), so that discretisation error cannot flatter it
+    from jaxcore.tpp import SelfCorrecting, synthetic_hawkes, synthetic_self_correcting
+
+    truth = SelfCorrecting(0.5, 0.2) if which == "self-correcting" else Hawkes(0.2, 0.8, 1.0)
+    gen = synthetic_self_correcting if which == "self-correcting" else synthetic_hawkes
+    data = gen(jax.random.key(0), num_sequences=32 + 8 + 32, T=50.0, max_events=300).trim(32)
+    train_b, valid, test = data[:32], data[32:40], data[40:]
+    rate = float(np.asarray(train_b.num_events).sum() / np.asarray(train_b.T).sum())
+    model = NJDTPP(1, key=jax.random.key(1), width=32, init_log_rate=float(np.log(rate)))
+    res = train(jax.random.key(2), model, train_b, num_steps=300, batch_size=16, valid_batch=valid,
+                eval_every=60, stochastic=False)
+    ll_m = np.asarray(solve(res.model, test, num_substeps=160).log_likelihood, np.float64)
+    ll_t = np.asarray(truth.log_likelihood(test), np.float64)
+    N = float(np.asarray(test.num_events).sum())
+    d = ll_t - ll_m
+    gap, se = d.sum() / N, np.std(d, ddof=1) * np.sqrt(len(d)) / N
+    assert gap <= max(2 * se, 0.01), (gap, se)

@@ -1,0 +1,313 @@
+"""The interface of the neural temporal point processes (RMTPP, NHP, THP, SAHP, IFTPP).
+
+A neural TPP summarises the history before event ``i`` in a state ``s_i`` (``s_0``: no event
+yet) and gives, on the interval ``(t_{i-1}, t_i]`` (``t_{-1} = 0``), the log-intensity
+``log lambda_k(t_{i-1} + dt | s_i)`` of each of the ``K`` types. The log-likelihood of a
+sequence on ``[0, T]`` is::
+
+    log L = sum_i log lambda_{m_i}(t_i) - sum_i int_{t_{i-1}}^{t_i} sum_k lambda_k ds - int_{t_L}^T sum_k lambda_k ds
+
+with each interval's compensator in closed form where the model has one (RMTPP, IFTPP) and by
+``num_quadrature``-point Gauss-Legendre quadrature otherwise. Every model in this family is an
+equinox module with the same methods: :meth:`NeuralTPP.log_likelihood`, :meth:`NeuralTPP.intensity`,
+:meth:`NeuralTPP.sample_next` (Ogata thinning, vmapped over sequences and positions) and
+:meth:`NeuralTPP.predict_next`; :func:`jaxcore.tpp.train` fits them like the NJDTPP.
+
+References:
+    S. Zhang et al., "Neural Jump-Diffusion Temporal Point Processes", ICML 2024, Sec. 5 (the
+    baselines); S. Xue et al., "EasyTPP: Towards Open Benchmarking Temporal Point Processes",
+    ICLR 2024 (the catalogue and its thinning sampler); Y. Ogata, "On Lewis' simulation method
+    for point processes", IEEE Trans. Inf. Theory 27(1), 1981.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from jaxcore._util import check_int, check_key, check_positive, expected
+
+from ._checks import check_query_times
+from .events import EventBatch, check_batch, check_marks
+
+
+class NeuralLikelihood(NamedTuple):
+    """Output of :meth:`NeuralTPP.log_likelihood_parts` for ``B`` sequences of padded length ``L``.
+
+    Attributes:
+        log_likelihood: ``[B]`` nats.
+        log_intensity: ``[B]`` ``sum_i log lambda_{m_i}(t_i)``.
+        compensator: ``[B]`` integral of the total intensity over ``[0, T]``.
+        interval_compensator: ``[B, L]`` the integral from the previous event to event ``i``
+            (0 at padding): the time-rescaled gaps.
+
+    Examples:
+        >>> from jaxcore.tpp import NeuralLikelihood
+        >>> NeuralLikelihood._fields
+        ('log_likelihood', 'log_intensity', 'compensator', 'interval_compensator')
+    """
+
+    log_likelihood: Array
+    log_intensity: Array
+    compensator: Array
+    interval_compensator: Array
+
+
+class NeuralTPP(eqx.Module):
+    """Abstract neural TPP: a history encoder plus an interval log-intensity.
+
+    Subclasses implement ``states`` (``[L + 1, D]`` history states of one sequence; row ``i``
+    summarises the events before ``i``), ``log_intensity(state, dt) -> [K]`` and ``num_marks``;
+    those with a closed-form interval compensator set ``closed_compensator = True`` and
+    implement ``compensator(state, dt) -> scalar``.
+
+    References:
+        Zhang et al., ICML 2024, Sec. 5; Xue et al., ICLR 2024 (EasyTPP).
+
+    Examples:
+        >>> import jax
+        >>> from jaxcore.tpp import RMTPP, EventBatch, NeuralTPP
+        >>> model = RMTPP(1, key=jax.random.key(0), hidden=4)
+        >>> batch = EventBatch.from_sequences([[0.5, 1.0]], T=2.0)
+        >>> isinstance(model, NeuralTPP), model.intensity(batch, jax.numpy.array([[0.2, 1.5]])).shape
+        (True, (1, 2, 1))
+    """
+
+    closed_compensator: ClassVar[bool] = False
+
+    @property
+    def num_marks(self) -> int:
+        raise NotImplementedError
+
+    def states(self, times: Float[Array, " L"], marks: Int[Array, " L"], mask: Any) -> Float[Array, "L1 D"]:
+        """``[L + 1, D]`` history states (row ``i``: events ``0..i-1``) of one padded sequence."""
+        raise NotImplementedError
+
+    def log_intensity(self, state: Float[Array, " D"], dt: Float[Array, ""]) -> Float[Array, " K"]:
+        """``log lambda_k`` at ``dt`` after the previous event (or 0), ``[K]``."""
+        raise NotImplementedError
+
+    def compensator(self, state: Float[Array, " D"], dt: Float[Array, ""]) -> Float[Array, ""]:
+        """``int_0^dt sum_k lambda_k ds`` in closed form (models with ``closed_compensator``)."""
+        raise NotImplementedError
+
+    def _checked(self) -> NeuralTPP:
+        return self
+
+    # ------------------------------------------------------------------ public interface
+
+    def log_likelihood(self, batch: EventBatch, *, num_quadrature: int = 16) -> Float[Array, " batch"]:
+        """``[B]`` log-likelihoods (nats) of the sequences on ``[0, T]``.
+
+        Args:
+            batch: ``B`` padded sequences with this model's number of types.
+            num_quadrature: Gauss-Legendre nodes per interval for the compensator (models
+                without a closed form).
+
+        Returns:
+            ``[B]`` nats.
+
+        Raises:
+            TypeError: ``batch`` is not an EventBatch.
+            ValueError: the batch's number of marks differs, or ``num_quadrature < 1``.
+        """
+        return self.log_likelihood_parts(batch, num_quadrature=num_quadrature).log_likelihood
+
+    def log_likelihood_parts(self, batch: EventBatch, *, num_quadrature: int = 16) -> NeuralLikelihood:
+        """The log-likelihood with its parts (:class:`NeuralLikelihood`); arguments as :meth:`log_likelihood`."""
+        check_batch(batch)
+        check_marks(batch, self.num_marks)
+        g = check_int(num_quadrature, "num_quadrature", minimum=1)
+        return _loglik_batch(self._checked(), batch, g)
+
+    def intensity(self, batch: EventBatch, t: Float[Array, "batch query"]) -> Float[Array, "batch query K"]:
+        """``lambda_k(t)`` given the events strictly before ``t``, at query times ``t`` ``[B, Q]``; ``[B, Q, K]``.
+
+        Raises:
+            TypeError: ``batch`` is not an EventBatch.
+            ValueError: ``t`` is not ``[B, Q]`` with finite non-negative values.
+        """
+        check_batch(batch)
+        t = check_query_times(t, batch.num_sequences)
+        return _intensity_batch(self._checked(), batch, t.astype(batch.times.dtype))
+
+    def sample_next(self, key: PRNGKeyArray, batch: EventBatch, *, horizon: float, num_samples: int = 16,
+                    num_proposals: int = 64, num_grid: int = 32, over_sample: float = 1.5) -> NextEventSamples:
+        """Sample the next event after every history prefix by Ogata thinning, vmapped over sequences.
+
+        For position ``i`` (history: events ``0..i``) the proposals are a Poisson process of
+        rate ``lambda* = over_sample * max_grid sum_k lambda_k`` on ``(t_i, t_i + horizon]``
+        (the maximum over ``num_grid`` points, as EasyTPP's sampler); the first proposal ``s``
+        with ``u lambda* <= sum_k lambda_k(s)`` is the next time, its type drawn with
+        probabilities ``lambda_k(s) / sum_k lambda_k(s)``; with no acceptance the time is
+        ``t_i + horizon`` (censored, ``accepted`` False).
+
+        Args:
+            key: PRNG key.
+            batch: ``B`` sequences.
+            horizon: positive look-ahead (same unit as the batch).
+            num_samples: draws per position.
+            num_proposals: proposals per draw.
+            num_grid: grid points for the intensity bound.
+            over_sample: factor (>= 1) on the grid maximum.
+
+        Returns:
+            :class:`NextEventSamples` of ``[B, L, num_samples]`` arrays.
+
+        Raises:
+            TypeError: ``key`` is not a PRNG key, ``batch`` not an EventBatch.
+            ValueError: non-positive sizes, ``horizon`` or ``over_sample < 1``.
+
+        References:
+            Ogata, IEEE Trans. Inf. Theory 27(1), 1981; Xue et al., ICLR 2024 (EasyTPP's thinning).
+        """
+        check_key(key)
+        check_batch(batch)
+        check_marks(batch, self.num_marks)
+        check_positive(horizon, "horizon")
+        S = check_int(num_samples, "num_samples", minimum=1)
+        P = check_int(num_proposals, "num_proposals", minimum=1)
+        G = check_int(num_grid, "num_grid", minimum=2)
+        over = float(over_sample)
+        if not np.isfinite(over) or over < 1.0:
+            raise ValueError(expected("over_sample", "a finite number >= 1", over_sample))
+        return _sample_batch(self._checked(), key, batch, jnp.asarray(horizon, batch.times.dtype), S, P, G,
+                             jnp.asarray(over, batch.times.dtype))
+
+    def predict_next(self, key: PRNGKeyArray, batch: EventBatch, *, horizon: float, num_samples: int = 16,
+                     **kwargs: Any) -> Any:
+        """Next-event prediction from :meth:`sample_next`: the mean sampled time, the type probabilities
+        averaged over the draws (``lambda_k / sum lambda`` at each sampled time) and their argmax.
+
+        Returns:
+            A :class:`jaxcore.tpp.NextEventPrediction` of ``[B, L]`` (``type_probs`` ``[B, L, K]``).
+
+        Raises:
+            As :meth:`sample_next`.
+        """
+        from .metrics import NextEventPrediction
+
+        s = self.sample_next(key, batch, horizon=horizon, num_samples=num_samples, **kwargs)
+        probs = jnp.mean(s.type_probs, axis=2)
+        valid = batch.mask & jnp.concatenate([batch.mask[:, 1:], jnp.zeros((batch.num_sequences, 1), bool)], 1)
+        return NextEventPrediction(jnp.mean(s.time, axis=2), jnp.argmax(probs, -1).astype(jnp.int32), probs, valid)
+
+
+class NextEventSamples(NamedTuple):
+    """Draws of the next event after each history prefix (``[B, L, num_samples]``).
+
+    Attributes:
+        time: sampled absolute next-event times.
+        type: sampled types (int32).
+        type_probs: ``[B, L, num_samples, K]`` ``lambda_k / sum lambda`` at each sampled time.
+        accepted: False where no proposal was accepted within the horizon (time censored).
+
+    Examples:
+        >>> from jaxcore.tpp import NextEventSamples
+        >>> NextEventSamples._fields
+        ('time', 'type', 'type_probs', 'accepted')
+    """
+
+    time: Array
+    type: Array
+    type_probs: Array
+    accepted: Array
+
+
+def log_softplus(x: Array) -> Array:
+    """``log softplus(x)``, finite for every finite ``x`` (``~ x`` below -15, where softplus underflows)."""
+    low = x < -15.0
+    return jnp.where(low, x, jnp.log(jax.nn.softplus(jnp.where(low, 0.0, x))))
+
+
+def _gauss_legendre(g: int, dtype) -> tuple[Array, Array]:
+    x, w = np.polynomial.legendre.leggauss(g)
+    return jnp.asarray((x + 1) / 2, dtype), jnp.asarray(w / 2, dtype)
+
+
+def _interval_compensator(model: NeuralTPP, state, dt, g):
+    if model.closed_compensator:
+        return model.compensator(state, dt)
+    x, w = _gauss_legendre(g, dt.dtype)
+    lam = jax.vmap(lambda u: jnp.sum(jnp.exp(model.log_intensity(state, u * dt))))(x)
+    return dt * jnp.sum(w * lam)
+
+
+def _loglik_one(model, times, marks, mask, T, g):
+    L = times.shape[0]
+    S = model.states(times, marks, mask)
+    prev = jnp.concatenate([jnp.zeros((1,), times.dtype), times[:-1]])
+    dt = jnp.where(mask, times - prev, 0.0)
+    logs = jax.vmap(model.log_intensity)(S[:L], dt)
+    log_term = jnp.where(mask, jnp.take_along_axis(logs, marks[:, None], 1)[:, 0], 0.0)
+    comp_i = jnp.where(mask, jax.vmap(lambda s, d: _interval_compensator(model, s, d, g))(S[:L], dt), 0.0)
+    n = jnp.sum(mask)
+    last = jnp.where(n > 0, times[jnp.maximum(n - 1, 0)], 0.0)
+    final = _interval_compensator(model, S[n], T - last, g)
+    comp = jnp.sum(comp_i) + final
+    lt = jnp.sum(log_term)
+    return NeuralLikelihood(lt - comp, lt, comp, comp_i)
+
+
+@eqx.filter_jit
+def _loglik_batch(model, batch, g):
+    """The batched log-likelihood, one program per model structure, shapes and ``g``."""
+    return jax.vmap(lambda t, m, k, T: _loglik_one(model, t, m, k, T, g))(batch.times, batch.marks, batch.mask,
+                                                                          batch.T)
+
+
+def _intensity_one(model, times, marks, mask, q):
+    S = model.states(times, marks, mask)
+    before = mask[None, :] & (times[None, :] < q[:, None])
+    i = jnp.sum(before, axis=1)
+    last = jnp.where(i > 0, times[jnp.maximum(i - 1, 0)], 0.0)
+    return jax.vmap(lambda s, d: jnp.exp(model.log_intensity(s, d)))(S[i], q - last)
+
+
+@eqx.filter_jit
+def _intensity_batch(model, batch, t):
+    return jax.vmap(lambda tt, m, k, q: _intensity_one(model, tt, m, k, q))(batch.times, batch.marks, batch.mask, t)
+
+
+def _thin_one(model, key, state, t0, horizon, P, G, over):
+    """One thinning draw after ``t0`` from ``state``: ``(time, type, type_probs, accepted)``."""
+    grid = jnp.linspace(0.0, 1.0, G, dtype=t0.dtype) * horizon
+    bound = over * jnp.max(jax.vmap(lambda d: jnp.sum(jnp.exp(model.log_intensity(state, d))))(grid))
+    bound = jnp.maximum(bound, jnp.finfo(t0.dtype).tiny)
+    k_e, k_u, k_m = jax.random.split(key, 3)
+    dts = jnp.cumsum(jax.random.exponential(k_e, (P,), t0.dtype)) / bound
+    lam = jax.vmap(lambda d: jnp.exp(model.log_intensity(state, d)))(dts)  # [P, K]
+    tot = jnp.sum(lam, -1)
+    u = jax.random.uniform(k_u, (P,), t0.dtype)
+    ok = (u * bound <= tot) & (dts <= horizon)
+    j = jnp.argmax(ok)
+    accepted = jnp.any(ok)
+    dt = jnp.where(accepted, dts[j], horizon)
+    probs = lam[j] / jnp.maximum(tot[j], jnp.finfo(t0.dtype).tiny)
+    probs = jnp.where(accepted, probs, jnp.exp(model.log_intensity(state, horizon)) /
+                      jnp.sum(jnp.exp(model.log_intensity(state, horizon))))
+    typ = jax.random.categorical(k_m, jnp.log(jnp.maximum(probs, jnp.finfo(t0.dtype).tiny)))
+    return t0 + dt, typ.astype(jnp.int32), probs, accepted
+
+
+def _sample_one(model, key, times, marks, mask, horizon, S_, P, G, over):
+    L = times.shape[0]
+    S = model.states(times, marks, mask)
+    keys = jax.random.split(key, (L, S_))
+    t0 = jnp.where(mask, times, 0.0)
+    draw = jax.vmap(jax.vmap(lambda k, s, t: _thin_one(model, k, s, t, horizon, P, G, over),
+                             in_axes=(0, None, None)), in_axes=(0, 0, 0))
+    return draw(keys, S[1:], t0)
+
+
+@eqx.filter_jit
+def _sample_batch(model, key, batch, horizon, S_, P, G, over):
+    keys = jax.random.split(key, batch.num_sequences)
+    out = jax.vmap(lambda k, t, m, msk: _sample_one(model, k, t, m, msk, horizon, S_, P, G, over))(
+        keys, batch.times, batch.marks, batch.mask)
+    return NextEventSamples(*out)

@@ -1,0 +1,103 @@
+"""The Transformer Hawkes Process (THP).
+
+Causal self-attention over the events (type embedding plus a sinusoidal temporal encoding)
+gives the state ``s_i``; between events the intensity is a softplus of a linear trend in the
+elapsed time::
+
+    lambda_k(t_i + dt) = softplus(alpha_k dt + w_k . s_{i+1} + b_k)
+
+with the interval compensator by Gauss-Legendre quadrature.
+
+References:
+    S. Zuo, H. Jiang, Z. Li, T. Zhao, H. Zha, "Transformer Hawkes Process", ICML 2020, eqs. (2), (6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, PRNGKeyArray
+
+from jaxcore._util import check_int, check_key, default_float, expected
+
+from ._attention import AttentionLayer, encode
+from ._checks import float_dtype
+from .neural import NeuralTPP, log_softplus
+
+
+def _check_model_sizes(d_model: int, num_heads: int, num_layers: int) -> tuple[int, int, int]:
+    d = check_int(d_model, "d_model", minimum=2)
+    h = check_int(num_heads, "num_heads", minimum=1)
+    n = check_int(num_layers, "num_layers", minimum=0)
+    if d % h:
+        raise ValueError(expected("num_heads", f"a divisor of d_model={d}", h))
+    return d, h, n
+
+
+class THP(NeuralTPP):
+    """Transformer Hawkes process (an equinox module).
+
+    Attributes:
+        embedding: ``[K, d]`` type embeddings.
+        start: ``[d]`` the start token (the state before the first event).
+        layers: causal attention layers.
+        head: ``d -> K`` (``w``, ``b``).
+        alpha: ``[K]`` elapsed-time coefficients.
+
+    Examples:
+        >>> import jax
+        >>> from jaxcore.tpp import THP, EventBatch
+        >>> model = THP(2, key=jax.random.key(0), d_model=8, num_heads=2, num_layers=1)
+        >>> batch = EventBatch.from_sequences([[0.3, 1.2]], [[0, 1]], T=2.0, num_marks=2)
+        >>> model.log_likelihood(batch).shape
+        (1,)
+
+    References:
+        Zuo et al., ICML 2020.
+    """
+
+    embedding: Float[Array, "K d"]
+    start: Float[Array, " d"]
+    layers: tuple
+    head: eqx.nn.Linear
+    alpha: Float[Array, " K"]
+
+    def __init__(self, num_marks: int, *, key: PRNGKeyArray, d_model: int = 32, num_heads: int = 2,
+                 num_layers: int = 2, init_rate: float = 1.0, dtype: Any = None):
+        """Build the networks.
+
+        Args:
+            num_marks: ``K``.
+            key: PRNG key for the weights.
+            d_model, num_heads, num_layers: attention sizes (``num_heads`` divides ``d_model``).
+            init_rate: initial intensity of each type (the head's bias is its softplus inverse).
+            dtype: float32 (default; float64 under x64) or float64.
+
+        Raises:
+            ValueError: bad sizes. TypeError: ``key`` not a PRNG key, non-float ``dtype``.
+        """
+        K = check_int(num_marks, "num_marks", minimum=1)
+        d, h, n = _check_model_sizes(d_model, num_heads, num_layers)
+        check_key(key)
+        dtype = float_dtype(default_float() if dtype is None else dtype)
+        keys = jax.random.split(key, n + 3)
+        self.embedding = jax.random.normal(keys[0], (K, d), dtype) * 0.1
+        self.start = jax.random.normal(keys[1], (d,), dtype) * 0.1
+        self.layers = tuple(AttentionLayer(d, h, key=k, dtype=dtype) for k in keys[3:])
+        head = eqx.nn.Linear(d, K, key=keys[2], dtype=dtype)
+        b = float(jnp.log(jnp.expm1(jnp.asarray(float(init_rate)))))
+        self.head = eqx.tree_at(lambda m: (m.weight, m.bias), head, (head.weight * 0.1, jnp.full((K,), b, dtype)))
+        self.alpha = jnp.full((K,), -0.1, dtype)
+
+    @property
+    def num_marks(self) -> int:
+        return self.alpha.shape[0]
+
+    def states(self, times, marks, mask):
+        return encode(self.embedding, self.start, self.layers, times, marks, mask)
+
+    def log_intensity(self, state, dt):
+        return log_softplus(self.alpha * dt + self.head(state))
