@@ -464,10 +464,10 @@ def fit_cina_multi(
 
     Examples:
         >>> from jaxcore.effects import synthetic_family
-        >>> d = synthetic_family(jax.random.key(1), 4, 20, 3)
+        >>> d = synthetic_family(jax.random.key(1), 4, 20, 3)  # (skipped here: compiling the training loop is slow)
         >>> fit = fit_cina_multi(jax.random.key(2), CInA(3, hidden=8, key=jax.random.key(0)), d, num_steps=3,
-        ...                      batch_size=2)
-        >>> fit.history.shape
+        ...                      batch_size=2)  # doctest: +SKIP
+        >>> fit.history.shape  # doctest: +SKIP
         (3,)
     """
     check_key(key)
@@ -514,9 +514,9 @@ def cina_weights(model: CInA, data: EffectData, *, margin_tol: float = 0.02) -> 
 
     Examples:
         >>> from jaxcore.effects import synthetic_family
-        >>> d = synthetic_family(jax.random.key(1), 2, 20, 3)
-        >>> cina_weights(CInA(3, hidden=8, key=jax.random.key(0)), d).weights.shape
-        (2, 20)
+        >>> d = synthetic_family(jax.random.key(3), 2, 30, 3)
+        >>> cina_weights(CInA(3, hidden=8, num_heads=2, key=jax.random.key(1)), d).weights.shape
+        (2, 30)
     """
     if not isinstance(model, CInA):
         raise TypeError(expected("model", "a CInA", type(model).__name__, raw=True))

@@ -128,9 +128,9 @@ def synthetic_family(
         Zhang et al., ICML 2024, Section 5.1 (synthetic multi-data-set experiments, in kind).
 
     Examples:
-        >>> d = synthetic_family(jax.random.key(0), 3, 50, 4)
+        >>> d = synthetic_family(jax.random.key(3), 2, 30, 3)
         >>> d.x.shape, bool(jnp.all(d.ate > 0))
-        ((3, 50, 4), True)
+        ((2, 30, 3), True)
     """
     check_key(key)
     b = check_int(num_datasets, "num_datasets", 1)

@@ -13,11 +13,11 @@ from jaxcore.effects import (aipw, balancing_ate, difference_in_means, effect_da
 
 def test_difference_in_means_closed_form(x64):
     rng = np.random.default_rng(0)
-    y = rng.normal(size=30)
-    t = np.r_[np.ones(12), np.zeros(18)]
-    r = difference_in_means(effect_data(rng.normal(size=(30, 2)), t, y))
+    y = rng.normal(size=40)
+    t = np.r_[np.ones(12), np.zeros(28)]
+    r = difference_in_means(effect_data(rng.normal(size=(40, 2)), t, y))
     np.testing.assert_allclose(float(r.estimate[0]), y[:12].mean() - y[12:].mean(), rtol=1e-12)
-    se = np.sqrt(y[:12].var(ddof=1) / 12 + y[12:].var(ddof=1) / 18)
+    se = np.sqrt(y[:12].var(ddof=1) / 12 + y[12:].var(ddof=1) / 28)
     np.testing.assert_allclose(float(r.std_error[0]), se, rtol=1e-12)
 
 
@@ -25,29 +25,31 @@ def test_ipw_without_confounders_is_difference_in_means(x64):
     rng = np.random.default_rng(1)
     y = rng.normal(size=40)
     t = np.r_[np.ones(15), np.zeros(25)]
-    d = effect_data(np.zeros((40, 1)), t, y)
+    d = effect_data(np.zeros((40, 2)), t, y)
     np.testing.assert_allclose(np.asarray(propensity(d)), 15 / 40, rtol=1e-10)
     np.testing.assert_allclose(float(ipw(d).estimate[0]), float(difference_in_means(d).estimate[0]), rtol=1e-10)
 
 
 def test_aipw_linear_outcome_is_regression_adjustment(x64):
     rng = np.random.default_rng(2)
-    x = rng.normal(size=(200, 2))
-    t = (rng.random(200) < 0.5).astype(float)
+    x = rng.normal(size=(40, 2))
+    t = (rng.random(40) < 0.5).astype(float)
     y = x @ np.array([1.0, -2.0]) + 1.5 * t  # noiseless: both outcome models exact
     r = aipw(effect_data(x, t, y), ridge=0.0)
     np.testing.assert_allclose(float(r.estimate[0]), 1.5, atol=1e-8)
 
 
 def test_weighted_ate_closed_form(x64):
-    d = effect_data(np.zeros((4, 1)), [1, 1, 0, 0], [2.0, 4.0, 1.0, 3.0])
-    r = weighted_ate(np.array([[1.0, 3.0, 1.0, 1.0]]), d)
-    np.testing.assert_allclose(float(r.estimate[0]), 0.25 * 2 + 0.75 * 4 - 2.0, rtol=1e-12)
+    y = np.r_[2.0, 4.0, np.arange(38.0)]
+    d = effect_data(np.zeros((40, 2)), np.r_[1, 1, np.zeros(38)], y)
+    w = np.r_[1.0, 3.0, np.ones(38)]
+    r = weighted_ate(w[None], d)
+    np.testing.assert_allclose(float(r.estimate[0]), 0.25 * 2 + 0.75 * 4 - np.arange(38.0).mean(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("estimator", ["aipw", "balancing", "ipw"])
 def test_linear_design_known_effect_within_se(estimator):
-    d = linear_design(jax.random.key(0), 800, 3, effect=2.0, confounding=1.0)
+    d = linear_design(jax.random.key(0), 400, 3, effect=2.0, confounding=1.5)
     fn = {"aipw": aipw, "ipw": ipw, "balancing": lambda z: balancing_ate(z, kind="linear", lam=0.1)}[estimator]
     r = fn(d)
     naive = difference_in_means(d)
