@@ -221,8 +221,8 @@ def foobar(
     policy: str = "linear",
     discriminator: str = "linear",
     hidden: int = 32,
-    num_updates: int = 100,
-    learning_rate: float = 0.1,
+    num_updates: int = 200,
+    learning_rate: float = 0.5,
     ridge: float = 1e-3,
     disc_reg: float = 1.0,
     num_eval_episodes: int = 1000,
@@ -261,11 +261,11 @@ def foobar(
 
     Examples:
         >>> from jaxcore.rl import collect_offline, make_lock
-        >>> lock = make_lock(jax.random.key(0), horizon=3, num_actions=4)
+        >>> lock = make_lock(jax.random.key(0), horizon=4, num_actions=4)
         >>> data = collect_offline(jax.random.key(1), lock, 256)
-        >>> res = foobar(jax.random.key(2), lock, data, num_samples=64, num_updates=50, num_eval_episodes=200)
+        >>> res = foobar(jax.random.key(2), lock, data, num_samples=64, num_eval_episodes=200)
         >>> float(res.success_rate), int(res.num_online_episodes)
-        (1.0, 384)
+        (1.0, 512)
     """
     keys, batched = check_common(key, lock, {})
     cfg = check_cfg(num_samples, policy, discriminator, hidden, num_updates, learning_rate, ridge,
