@@ -40,7 +40,7 @@ from .metrics import (
     prediction_scores,
     time_rescaling_ks,
 )
-from .neural import NeuralLikelihood, NeuralTPP, NextEventSamples
+from .neural import GeneratedEvents, NeuralLikelihood, NeuralTPP, NextEventSamples
 from .nhp import NHP
 from .njdtpp import NJDTPP, TrainResult, load_checkpoint, save_checkpoint, train
 from .poisson import Poisson, PoissonSDE
@@ -56,6 +56,7 @@ __all__ = [
     "EventBatch",
     "EventSplits",
     "FitResult",
+    "GeneratedEvents",
     "Hawkes",
     "HawkesSDE",
     "IFTPP",

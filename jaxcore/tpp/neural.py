@@ -179,6 +179,40 @@ class NeuralTPP(eqx.Module):
         return _sample_batch(self._checked(), key, batch, jnp.asarray(horizon, batch.times.dtype), S, P, G,
                              jnp.asarray(over, batch.times.dtype))
 
+    def generate(self, key: PRNGKeyArray, batch: EventBatch, *, num_events: int, horizon: float,
+                 num_proposals: int = 64, num_grid: int = 32, over_sample: float = 1.5) -> GeneratedEvents:
+        """Multi-step generation: ``num_events`` events after each sequence's history, one thinning draw
+        (:meth:`sample_next`) at a time, each drawn event appended to the history before the next draw
+        (the state recomputed over the padded, extended sequence), vmapped over sequences.
+
+        A draw with no accepted proposal within ``horizon`` ends that sequence's generation
+        (``accepted`` False from there on).
+
+        Args:
+            key: PRNG key.
+            batch: ``B`` histories.
+            num_events: events to generate per sequence.
+            horizon, num_proposals, num_grid, over_sample: as :meth:`sample_next`.
+
+        Returns:
+            :class:`GeneratedEvents` of ``[B, num_events]`` arrays.
+
+        Raises:
+            As :meth:`sample_next`; ``num_events < 1``.
+        """
+        check_key(key)
+        check_batch(batch)
+        check_marks(batch, self.num_marks)
+        check_positive(horizon, "horizon")
+        n = check_int(num_events, "num_events", minimum=1)
+        P = check_int(num_proposals, "num_proposals", minimum=1)
+        G = check_int(num_grid, "num_grid", minimum=2)
+        over = float(over_sample)
+        if not np.isfinite(over) or over < 1.0:
+            raise ValueError(expected("over_sample", "a finite number >= 1", over_sample))
+        return _generate_batch(self._checked(), key, batch, jnp.asarray(horizon, batch.times.dtype), n, P, G,
+                               jnp.asarray(over, batch.times.dtype))
+
     def predict_next(self, key: PRNGKeyArray, batch: EventBatch, *, horizon: float, num_samples: int = 16,
                      **kwargs: Any) -> Any:
         """Next-event prediction from :meth:`sample_next`: the mean sampled time, the type probabilities
@@ -216,6 +250,25 @@ class NextEventSamples(NamedTuple):
     time: Array
     type: Array
     type_probs: Array
+    accepted: Array
+
+
+class GeneratedEvents(NamedTuple):
+    """Events generated after each history by :meth:`NeuralTPP.generate` (``[B, num_events]``).
+
+    Attributes:
+        time: absolute event times.
+        type: event types (int32).
+        accepted: False once a draw found no event within the horizon (that entry and later ones are not events).
+
+    Examples:
+        >>> from jaxcore.tpp import GeneratedEvents
+        >>> GeneratedEvents._fields
+        ('time', 'type', 'accepted')
+    """
+
+    time: Array
+    type: Array
     accepted: Array
 
 
@@ -311,3 +364,32 @@ def _sample_batch(model, key, batch, horizon, S_, P, G, over):
     out = jax.vmap(lambda k, t, m, msk: _sample_one(model, k, t, m, msk, horizon, S_, P, G, over))(
         keys, batch.times, batch.marks, batch.mask)
     return NextEventSamples(*out)
+
+
+def _generate_one(model, key, times, marks, mask, horizon, n_new, P, G, over):
+    T_ = jnp.concatenate([times, jnp.zeros((n_new,), times.dtype)])
+    M_ = jnp.concatenate([marks, jnp.zeros((n_new,), marks.dtype)])
+    K_ = jnp.concatenate([mask, jnp.zeros((n_new,), bool)])
+
+    def step(carry, k):
+        T_, M_, K_, n, alive = carry
+        S = model.states(T_, M_, K_)
+        t_last = jnp.where(n > 0, T_[jnp.maximum(n - 1, 0)], 0.0)
+        t, m, _, acc = _thin_one(model, k, S[n], t_last, horizon, P, G, over)
+        acc = acc & alive
+        T_ = T_.at[n].set(jnp.where(acc, t, T_[n]))
+        M_ = M_.at[n].set(jnp.where(acc, m, M_[n]).astype(M_.dtype))
+        K_ = K_.at[n].set(acc)
+        return (T_, M_, K_, n + acc.astype(n.dtype), acc), (t, m, acc)
+
+    n0 = jnp.sum(mask).astype(jnp.int32)
+    _, out = jax.lax.scan(step, (T_, M_, K_, n0, jnp.ones((), bool)), jax.random.split(key, n_new))
+    return out
+
+
+@eqx.filter_jit
+def _generate_batch(model, key, batch, horizon, n_new, P, G, over):
+    keys = jax.random.split(key, batch.num_sequences)
+    out = jax.vmap(lambda k, t, m, msk: _generate_one(model, k, t, m, msk, horizon, n_new, P, G, over))(
+        keys, batch.times, batch.marks, batch.mask)
+    return GeneratedEvents(*out)

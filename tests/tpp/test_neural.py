@@ -73,6 +73,7 @@ def test_iftpp_log_normal_mixture_matches_scipy(x64):
         assert got[i] == pytest.approx(ll, rel=1e-10, abs=1e-10)
 
 
+@pytest.mark.slow
 def test_thinning_samples_a_constant_rate_and_predicts():
     rate, horizon = 2.0, 8.0
     m = _renewal_rmtpp(math.log(rate), 0.0, jnp.float32)
@@ -142,3 +143,16 @@ def test_train_fits_every_neural_model(name):
     assert float(jnp.mean(res.losses[-10:])) < float(jnp.mean(res.losses[:10]))
     s = res.model.sample_next(jax.random.key(10), data[:2], horizon=10.0, num_samples=4)
     assert bool(jnp.all(jnp.isfinite(s.time)))
+
+
+@pytest.mark.slow
+def test_generate_continues_each_history_at_a_constant_rate():
+    rate = 2.0
+    m = _renewal_rmtpp(math.log(rate), 0.0, jnp.float32)
+    batch = _batch(1)
+    g = m.generate(jax.random.key(11), batch, num_events=200, horizon=10.0, num_proposals=32)
+    assert g.time.shape == (3, 200) and bool(jnp.all(g.accepted))
+    start = np.array([2.6, 3.0, 0.0])  # each history's last event (0 for the empty one)
+    gaps = np.diff(np.concatenate([start[:, None], np.asarray(g.time)], 1), axis=1)
+    assert np.all(gaps > 0)
+    assert abs(gaps.mean() - 1 / rate) < 5 * (1 / rate) / math.sqrt(gaps.size)
