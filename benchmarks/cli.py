@@ -391,7 +391,8 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
         from jaxcore import enable_compilation_cache
 
         try:
-            compile_cache = str(enable_compilation_cache())
+            folder = enable_compilation_cache()  # None under JAXCORE_COMPILE_CACHE=0
+            compile_cache = str(folder) if folder is not None else None
         except Exception as exc:  # an unwritable cache folder must not stop a run: it runs cold
             console.print(f"[yellow]compilation cache off ({escape(str(exc))})[/yellow]")
 

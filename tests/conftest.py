@@ -10,10 +10,9 @@ import pytest  # noqa: E402
 
 # Warm starts: compiled programs persist across test runs (and between the two xdist workers) in JAX's
 # persistent compilation cache under the jaxcore cache. JAXCORE_COMPILE_CACHE=0 runs cold (budgets are cold).
-if os.environ.get("JAXCORE_COMPILE_CACHE", "1") != "0":
-    import jaxcore  # noqa: E402
+import jaxcore  # noqa: E402
 
-    jaxcore.enable_compilation_cache()
+jaxcore.enable_compilation_cache()
 
 
 @pytest.fixture

@@ -139,20 +139,27 @@ def cached_arrays(
     return arrays
 
 
-def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compile_time_s: float = 0.0) -> pathlib.Path:
+def enable_compilation_cache(path: str | os.PathLike | None = None, *,
+                             min_compile_time_s: float = 0.0) -> pathlib.Path | None:
     """Turn on JAX's persistent compilation cache, so a program compiled once reloads in later processes.
 
     jaxcore's kernels are compile-bound on first call (a few seconds each on CPU); with the cache a second
     process that runs the same shapes loads the compiled program from disk instead (a 2 s compile reloads
     in about 0.1 s). The benchmark harness and jaxcore's test suite call this by default; call it once at
     the top of your own scripts. Set it before the first compilation: it applies to programs compiled after.
+    ``JAXCORE_COMPILE_CACHE=0`` in the environment makes every call a no-op (to measure cold starts).
+
+    JAX does not write programs that contain host callbacks to the cache; jaxcore's run-time argument checks
+    under ``jit`` (``equinox.error_if``) are such callbacks, so the main programs of several routines
+    (``tpp.fit_mle``, the ``inverse`` methods, ``sam.train``, ``bnp`` training, ``ipm.permutation_test``)
+    still compile in every new process.
 
     Args:
         path: the cache folder (default: ``cache_dir() / "xla"``, i.e. under ``$JAXCORE_CACHE``).
         min_compile_time_s: programs that compile faster than this are not written (seconds, >= 0).
 
     Returns:
-        The cache folder.
+        The cache folder, or None when ``JAXCORE_COMPILE_CACHE=0`` turned the cache off.
 
     Raises:
         ValueError: ``min_compile_time_s`` negative or not finite.
@@ -175,6 +182,8 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compi
         raise ValueError(expected("min_compile_time_s", "a finite number of seconds >= 0", min_compile_time_s)) from None
     if not math.isfinite(t) or t < 0:
         raise ValueError(expected("min_compile_time_s", "a finite number of seconds >= 0", min_compile_time_s))
+    if os.environ.get("JAXCORE_COMPILE_CACHE", "1") == "0":
+        return None
     folder = pathlib.Path(path).expanduser() if path is not None else cache_dir() / "xla"
     try:
         folder.mkdir(parents=True, exist_ok=True)

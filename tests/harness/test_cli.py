@@ -521,3 +521,13 @@ def test_device_scaling_shards_the_batch_and_reports_efficiency(planted, tmp_pat
     assert code == 0 and [s["devices"] for s in doc["scaling"]] == [[1, 2], [1, 2]]
     assert cli.main(["--devices", "0", "--list"]) == 2
     assert cli.main(["--scaling", "nodes", "--list"]) == 2
+
+
+def test_compile_cache_switch_in_the_environment(monkeypatch):
+    import jaxcore
+
+    monkeypatch.setenv("JAXCORE_COMPILE_CACHE", "0")
+    assert jaxcore.enable_compilation_cache() is None
+    with pytest.raises(ValueError, match="min_compile_time_s: expected"):
+        monkeypatch.delenv("JAXCORE_COMPILE_CACHE")
+        jaxcore.enable_compilation_cache(min_compile_time_s=-1.0)
