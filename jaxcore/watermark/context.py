@@ -8,7 +8,7 @@ flips with probability 1/2 when one input bit flips),
     h_0 = mix(s_0),   h_j = mix(h_{j-1} xor mix(c_j xor s_1) + j * 0x9E3779B9),   j = 1..k,
 
 in uint32 arithmetic, vectorised over any batch of contexts (no host round trip, no Python loop over
-tokens; the loop over the ``k`` context slots is unrolled at trace time).
+tokens; the ``k`` context slots are a ``lax.scan``).
 
 Not bit-compatible with the reference implementation: DiPmark's code (after Hu et al.'s unbiased
 watermark) hashes the secret and the context bytes with SHA-256 on the host and seeds
@@ -87,8 +87,15 @@ def _hash(secret: UInt32[Array, "2"], context: Int[Array, "... k"]) -> UInt32[Ar
     c = context.astype(jnp.int32).astype(jnp.uint32)  # -1 (before the text) becomes 0xFFFFFFFF
     h = jnp.broadcast_to(mix32(secret[0]), c.shape[:-1])
     s1 = secret[1]
-    for j in range(c.shape[-1]):  # static context size, unrolled
-        h = mix32(h ^ (mix32(c[..., j] ^ s1) + jnp.uint32((j + 1) * GOLDEN & 0xFFFFFFFF)))
+    consts = jnp.asarray([(j + 1) * GOLDEN & 0xFFFFFFFF for j in range(c.shape[-1])], jnp.uint32)
+
+    def body(h, xs):
+        cj, gj = xs
+        return mix32(h ^ (mix32(cj ^ s1) + gj)), None
+
+    # a scan, not an unrolled chain: XLA:CPU's compile time of the unrolled chain fused into the
+    # permutation network grows exponentially with the context size (minutes at k = 5)
+    h, _ = jax.lax.scan(body, h, (jnp.moveaxis(c, -1, 0), consts))
     return h
 
 

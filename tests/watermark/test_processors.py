@@ -97,6 +97,7 @@ def test_two_step_sequence_distribution_is_preserved_on_a_tiny_model(x64):
     assert np.abs(without - truth).max() > 1e-4
 
 
+@pytest.mark.slow
 def test_generate_with_dipmark_counts_distinct_contexts():
     v = 64
     model = lm.random_llama(jax.random.key(0), lm.LlamaConfig.tiny(vocab_size=v))
