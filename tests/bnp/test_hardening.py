@@ -110,7 +110,7 @@ def test_bernoulli_process_logits_nan_gamma_refused():
         bnp.bernoulli_process_logits(jnp.log(0.5), float("nan"))
     with pytest.raises(ValueError, match=r"^gamma: expected finite values"):
         bnp.BernoulliProcessMask(jnp.log(0.5), jnp.array([0.0, jnp.inf]))
-    with pytest.raises(ValueError, match=r"^log_pi: expected values in"):
+    with pytest.raises(ValueError, match=r"^log_pi: expected finite values"):  # NaN: refused before the range
         bnp.bernoulli_process_logits(float("nan"), 0.0)
     with pytest.raises(ValueError, match=r"^temperature: expected finite values > 0, got inf"):
         bnp.LogitRelaxedBernoulli(float("inf"), 0.0)
