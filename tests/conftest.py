@@ -70,18 +70,7 @@ def compiles():
 # Findings of the deep fuzzing profile (pytest -m slow, 40 examples) on the commit that added it, not yet
 # fixed: each is a real refusal gap that the light profile does not reach. Marked here, in one place, as
 # non-strict xfails with what was found, so the slow run reports them (XFAIL/XPASS) until they are fixed.
-KNOWN_DEEP_FUZZ_FINDINGS = {
-    "tests/bnp/test_fuzz.py::test_fuzz_deep[test_fuzz_bernoulli_process_logits]":
-        "bernoulli_process_logits: an int32 input the fuzzer counts invalid is accepted",
-    "tests/bnp/test_fuzz.py::test_fuzz_deep[test_fuzz_relaxed_bernoulli]":
-        "RelaxedBernoulli: an input the fuzzer counts invalid is accepted",
-    "tests/sam/test_fuzz.py::test_fuzz_deep[asam_adversary]":
-        "asam_adversary: updates of a mismatched shape are accepted",
-    "tests/sam/test_fuzz.py::test_fuzz_deep[default_weight_mask]":
-        "default_weight_mask: params of a mismatched shape are accepted",
-    "tests/sam/test_fuzz.py::test_fuzz_deep[sharpness_aware_transform]":
-        "sharpness_aware_transform: updates of a mismatched shape are accepted",
-}
+KNOWN_DEEP_FUZZ_FINDINGS: dict[str, str] = {}  # all eight findings of the first deep run are fixed
 
 
 def pytest_collection_modifyitems(config, items):
