@@ -9,12 +9,13 @@ The main workflow::
 
     >>> import jax, jax.numpy as jnp
     >>> from jaxcore import lm
-    >>> model = lm.random_llama(jax.random.key(0), lm.LlamaConfig.tiny())   # or lm.load_smollm2()
-    >>> prompt = jnp.array([[0, 5, 6, 7], [1, 2, 3, 4]]); mask = prompt > 0    # left-padded
-    >>> out = lm.generate(jax.random.key(1), model, prompt, mask, max_new_tokens=8,
-    ...                   processor=lm.chain(lm.TopK(20)), temperature=0.8, top_p=0.95)
-    >>> out.tokens.shape, lm.perplexity(model, prompt, mask).shape
-    ((2, 8), (2,))
+    >>> model = lm.random_llama(jax.random.key(0), lm.LlamaConfig.tiny())   # or: model, tok = lm.load_smollm2()
+    >>> prompt = jnp.array([[1, 2, 3]])              # [B, P] left-padded ids (tok.encode_batch(texts))
+    >>> out = lm.generate(jax.random.key(1), model, prompt, max_new_tokens=4, top_k=5)
+    >>> out.tokens.shape, out.logprobs.shape         # processor=... hooks in a logits processor
+    ((1, 4), (1, 4))
+    >>> lm.perplexity(model, prompt).shape           # also sequence_logprob, forward, forward_hidden
+    (1,)
 """
 
 from .decoding import GenerateResult, generate

@@ -207,6 +207,7 @@ def generate(
 
     Examples:
         >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.lm import random_llama
         >>> model = random_llama(jax.random.key(0))
         >>> out = generate(jax.random.key(1), model, jnp.array([[1, 2, 3]]), max_new_tokens=4, top_k=5)
         >>> out.tokens.shape, out.logprobs.shape

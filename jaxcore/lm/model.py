@@ -175,21 +175,24 @@ def random_llama(key, config: LlamaConfig | None = None, *, dtype=jnp.float32, s
     if not isinstance(config, LlamaConfig):
         raise TypeError(expected("config", "a LlamaConfig", type(config).__name__, raw=True))
     check_scalar(scale, "scale", positive=True)
-    c = config
+    return _random_llama_jit(key, config, float(scale), jnp.dtype(dtype).name)
+
+
+@eqx.filter_jit
+def _random_llama_jit(key, c: LlamaConfig, scale: float, dtype: str) -> Llama:
+    """One compiled program for all the draws (eager draws compiled one small program each)."""
     n, d, f, h = c.num_layers, c.dim, c.hidden_dim, c.head_dim
     qkv = (c.num_heads + 2 * c.num_kv_heads) * h
-    ks = jax.random.split(key, 8)
-
-    def normal(k, shape, fan_in):
-        return (scale / np.sqrt(fan_in)) * jax.random.normal(k, shape, jnp.float32)
-
-    stacked = (1.0 + 0.1 * jax.random.normal(ks[0], (n, d)), normal(ks[1], (n, d, qkv), d),
-               normal(ks[2], (n, c.num_heads * h, d), c.num_heads * h), 1.0 + 0.1 * jax.random.normal(ks[3], (n, d)),
-               normal(ks[4], (n, d, 2 * f), d), normal(ks[5], (n, f, d), f))
-    layers = tuple(LlamaBlock(*(a[i] for a in stacked)) for i in range(n))
-    embed = normal(ks[6], (c.vocab_size, d), d)
-    final_norm = 1.0 + 0.1 * jax.random.normal(ks[7], (d,))
-    head = None if c.tie_embeddings else normal(jax.random.fold_in(key, 9), (d, c.vocab_size), d)
+    shapes = [(n, d), (n, d, qkv), (n, c.num_heads * h, d), (n, d), (n, d, 2 * f), (n, f, d), (c.vocab_size, d),
+              (d,)] + ([] if c.tie_embeddings else [(d, c.vocab_size)])
+    sizes = [int(np.prod(sh)) for sh in shapes]
+    flat = jax.random.normal(key, (sum(sizes),), jnp.float32)  # one draw: one threefry program to compile
+    z = [p.reshape(sh) for p, sh in zip(jnp.split(flat, np.cumsum(sizes)[:-1]), shapes)]
+    fan_in = [None, d, c.num_heads * h, None, d, f, d, None, d]  # None: a norm scale, 1 + 0.1 N(0, 1)
+    w = [1.0 + 0.1 * zi if fi is None else (scale / np.sqrt(fi)) * zi for zi, fi in zip(z, fan_in)]
+    layers = tuple(LlamaBlock(*(a[i] for a in w[:6])) for i in range(n))
+    embed, final_norm = w[6], w[7]
+    head = None if c.tie_embeddings else w[8]
     return Llama(c, embed, layers, final_norm, head).astype(dtype)
 
 

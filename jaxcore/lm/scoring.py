@@ -69,6 +69,7 @@ def token_logprobs(model: Llama, tokens: Int[Array, "B L"], mask: Bool[Array, "B
 
     Examples:
         >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.lm import random_llama
         >>> model = random_llama(jax.random.key(0))
         >>> lp = token_logprobs(model, jnp.array([[1, 2, 3]]))
         >>> float(lp[0, 0]), bool(lp[0, 1] < 0)
@@ -97,9 +98,10 @@ def sequence_logprob(model: Llama, tokens: Int[Array, "B L"], mask: Bool[Array, 
 
     Examples:
         >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.lm import random_llama
         >>> model = random_llama(jax.random.key(0))
-        >>> sequence_logprob(model, jnp.array([[1, 2, 3], [4, 5, 6]])).shape
-        (2,)
+        >>> sequence_logprob(model, jnp.array([[1, 2, 3]])).shape
+        (1,)
     """
     tokens, mask, target, intervention = _check(model, tokens, mask, target_mask, intervention)
     return jnp.sum(_token_logprobs_jit(model, tokens, mask, target, intervention)[0], axis=1)
@@ -121,6 +123,7 @@ def perplexity(model: Llama, tokens: Int[Array, "B L"], mask: Bool[Array, "B L"]
 
     Examples:
         >>> import jax, jax.numpy as jnp
+        >>> from jaxcore.lm import random_llama
         >>> model = random_llama(jax.random.key(0))
         >>> bool(perplexity(model, jnp.array([[1, 2, 3]]))[0] > 1.0)
         True
