@@ -110,11 +110,13 @@ def test_njdtpp_fused_drift_jacobian_matches_the_generic_jvp():
                                rtol=1e-5, atol=1e-7)
 
 
+_SC_OPEN = pytest.mark.xfail(strict=False, reason="issue 17, open: trained on 32 sequences of [0, 50] for 300-1000 "
+                             "steps, NJDTPP stays +0.06 nats/event above the self-correcting truth (a plateau near "
+                             "the Poisson fit)")
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 17, open: trained on 32 sequences of [0, 50] for 300-1000 steps, "
-                                        "NJDTPP stays +0.06 nats/event above the self-correcting truth (a plateau "
-                                        "near the Poisson fit)")
-@pytest.mark.parametrize("which", ["self-correcting", "hawkes"])
+@pytest.mark.parametrize("which", [pytest.param("self-correcting", marks=_SC_OPEN), "hawkes"])
 def test_njdtpp_fitted_reaches_the_true_model(which):
     # issue 17's check: within max(2 SE, 0.01) nats/event of the true model's test NLL, the learned model
     # scored on a converged solver (160 sub-steps), so that discretisation error cannot flatter it
