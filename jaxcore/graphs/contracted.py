@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxcore._util import check_int, check_key, check_scalar, expected
+from jaxcore._util import check_int, check_key, check_scalar, expected, is_concrete
 
 from .graph import DynamicGraph, capacity_bucket
 from .kmeans import _kmeans, cluster_bucket
@@ -332,12 +332,13 @@ def query_contracted(key: Any, contracted: ContractedGraph, graph: DynamicGraph,
         raise TypeError(expected("contracted", "a ContractedGraph", type(contracted).__name__, raw=True))
     if not isinstance(graph, DynamicGraph):
         raise TypeError(expected("graph", "a DynamicGraph", type(graph).__name__, raw=True))
-    ns = int(contracted.num_supernodes)
+    traced = not is_concrete(contracted, graph)   # under a caller's jit: shapes must already fit
+    ns = contracted.supernode_capacity if traced else int(contracted.num_supernodes)
     k = check_int(num_clusters, "num_clusters", minimum=1, maximum=max(ns, 1))
     num_init = check_int(num_init, "num_init", minimum=1)
     if not isinstance(recontract, (bool, np.bool_)):
         raise TypeError(expected("recontract", "a bool", type(recontract).__name__, raw=True))
-    cg = _grow(contracted, graph, max(ns, cluster_bucket(k)))
+    cg = contracted if traced else _grow(contracted, graph, max(ns, cluster_bucket(k)))
     labels, z, vals, cg2 = _query(key, cg, graph.degree, jnp.asarray(k, jnp.int32), cluster_bucket(k), num_init,
                                   bool(recontract))
     return ContractedQueryResult(labels, z, vals[:k], cg2)

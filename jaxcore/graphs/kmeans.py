@@ -1,7 +1,8 @@
 """Weighted k-means (Lloyd's algorithm) with greedy k-means++ starts, the restarts vmapped.
 
 Minimises the inertia ``sum_i w_i min_j ||x_i - c_j||^2``. Each of ``num_init`` restarts draws
-greedy k-means++ centres (``2 + floor(log K)`` candidates per centre, K: k rounded up to a power of two, the one that lowers the
+greedy k-means++ centres (``2 + floor(log K)`` candidates per centre, K: k rounded up to a power of
+two, the one that lowers the
 potential most is kept, as scikit-learn does), then runs Lloyd steps until the labels stop
 changing or the squared centre shift is at most ``tol`` times the mean per-feature variance
 (scikit-learn's rule); the restart with the least inertia wins. All restarts run at once under
@@ -23,7 +24,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from jaxcore._util import as_float_array, check_finite, check_int, check_key, check_nonnegative, check_scalar, \
-    expected
+    expected, is_concrete
 
 __all__ = ["KMeansResult", "kmeans"]
 
@@ -181,7 +182,7 @@ def kmeans(key: Any, x: Float[Array, "N d"], num_clusters: int, *, weights: Any 
         if w.shape != (x.shape[0],):
             raise ValueError(expected("weights", f"shape ({x.shape[0]},)", f"shape {tuple(w.shape)}", raw=True))
         check_nonnegative(w, "weights")
-    npos = int(np.sum(np.asarray(w) > 0))
+    npos = int(np.sum(np.asarray(w) > 0)) if is_concrete(w) else x.shape[0]
     k = check_int(num_clusters, "num_clusters", minimum=1, maximum=max(npos, 1))
     if npos == 0:
         raise ValueError(expected("weights", "at least one weight > 0", "all zero", raw=True))
