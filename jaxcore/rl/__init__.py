@@ -40,7 +40,7 @@ from .lock import (
     transition_matrix,
 )
 from .planning import PlanningResult, optimal_values, policy_value
-from .policies import EvaluationResult, Policy, evaluate, init_policy, policy_logits, policy_table
+from .policies import EvaluationResult, Policy, evaluate, init_policy, optimal_policy, policy_logits, policy_table
 
 __all__ = [
     "BCResult",
@@ -61,6 +61,7 @@ __all__ = [
     "make_lock",
     "observe",
     "online_psdp",
+    "optimal_policy",
     "optimal_values",
     "policy_logits",
     "policy_table",

@@ -28,7 +28,7 @@ from jaxcore._util import check_bool, check_choice, check_int, check_key, check_
 
 from .lock import CombinationLock, LockState, _advance, _emit, _noise, observe, reset
 
-__all__ = ["EvaluationResult", "Policy", "evaluate", "init_policy", "policy_logits", "policy_table"]
+__all__ = ["EvaluationResult", "Policy", "evaluate", "init_policy", "optimal_policy", "policy_logits", "policy_table"]
 
 POLICY_KINDS = ("linear", "mlp")
 
@@ -184,6 +184,39 @@ def _check_pair(lock, policy):
     d_in = policy.weight.shape[2] if policy.hidden_weight is None else policy.hidden_weight.shape[2]
     if d_in != lock.obs_dim:
         raise ValueError(expected("policy", f"observations of length {lock.obs_dim}", f"length {d_in}", raw=True))
+
+
+def optimal_policy(lock: CombinationLock) -> Policy:
+    """The lock's optimal policy as a linear policy on observations (it decodes the latent state).
+
+    z_h(x)_a = sum_{good s} 1[a = advancing[h, s]] (R^T x)_s for rich observations (R the rotation), and the
+    same on the one-hot (h, s) coordinates of a tabular lock; the greedy action is optimal whenever the
+    noise leaves the latent coordinate of the state the largest (noise 0.1: always, in practice).
+
+    Args:
+        lock: :class:`jaxcore.rl.CombinationLock`.
+
+    Returns:
+        :class:`Policy` (linear), greedy-optimal.
+
+    Examples:
+        >>> from jaxcore.rl import make_lock
+        >>> lock = make_lock(jax.random.key(0), horizon=4, num_actions=4)
+        >>> float(evaluate(jax.random.key(1), lock, optimal_policy(lock), 200).success_rate)
+        1.0
+    """
+    if not isinstance(lock, CombinationLock):
+        raise TypeError(expected("lock", "a CombinationLock (make_lock)", type(lock).__name__, raw=True))
+    dt = lock.noise.dtype
+    H, S, A, G = lock.horizon, lock.num_latent, lock.num_actions, lock.num_good
+    pick = jax.nn.one_hot(lock.advancing, A, dtype=dt)  # [H, G, A]
+    if lock.tabular:
+        sel = jnp.zeros((H, A, lock.obs_dim), dt)
+        cols = jnp.arange(H)[:, None] * S + jnp.arange(G)[None, :]  # [H, G]
+        sel = sel.at[jnp.arange(H)[:, None, None], jnp.arange(A)[None, None, :], cols[:, :, None]].add(pick)
+        return Policy(sel, jnp.zeros((H, A), dt))
+    w = jnp.einsum("hga,dg->had", pick, lock.rotation[:, :G])
+    return Policy(w, jnp.zeros((H, A), dt))
 
 
 class EvaluationResult(NamedTuple):
