@@ -346,7 +346,7 @@ register(QualityBenchmark(
     family=FAMILY,
     run=_bias_run,
     params={"vocab": V_SMOLLM2, "num_samples": 256, "rounds": [2, 4, 6], "chunk_size": 32},
-    quick_params={"vocab": 4096, "num_samples": 64, "rounds": [2, 6], "chunk_size": 32},
+    quick_params={"vocab": 1024, "num_samples": 64, "rounds": [2, 6], "chunk_size": 32},
     description="preservation error of the Feistel permutations vs uniform permutations at V = 49,152",
 ))
 
