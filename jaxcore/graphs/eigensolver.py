@@ -70,13 +70,13 @@ def _slot_weights(graph: DynamicGraph, edge_weight: Array) -> tuple[Array, Array
 def _adjacency_apply(graph: DynamicGraph, wslot: Array, x: Array) -> Array:
     """``A x`` for ``x`` ``[V, b]`` through the adjacency table, gathering a chunk of slot columns at a time.
 
-    The chunk (a power of two) keeps each gathered block near 2**22 entries: one gather for small graphs
+    The chunk (a power of two) keeps each gathered block near 2**24 entries: one gather for small graphs
     (few loop steps, little overhead), a short loop for large ones (bounded memory).
     """
     nbr = graph.neighbors
     v, w = nbr.shape
     b = x.shape[1]
-    chunk = 1 << max(0, min(int(np.log2(w)), int(np.floor(np.log2(max(1, (1 << 22) // (v * b)))))))
+    chunk = 1 << max(0, min(int(np.log2(w)), int(np.floor(np.log2(max(1, (1 << 24) // (v * b)))))))
     if chunk >= w:
         return jnp.einsum("vw,vwb->vb", wslot, x[nbr])
 
