@@ -334,6 +334,8 @@ def _stream_end(sizes, p, q, new_sizes, p_new, c):
     g = from_edges(st.src, st.dst)
     state, _ = init_clustering(jax.random.fold_in(key, 1), g, len(sizes), sampling_constant=c)
     for t, (s, d) in enumerate(st.batches):
+        if t:  # a query after every step but the last, as the stream runs: the last query sees one step's vertices
+            state = query_clustering(jax.random.fold_in(key, 100 + t), state, st.num_clusters[t]).state
         state = update_clustering(jax.random.fold_in(key, 2 + t), state, s, d)
     return state, st
 
