@@ -486,7 +486,8 @@ def test_results_files_are_group_readable(tmp_path):
     assert stat.S_IMODE((tmp_path / "r.md").stat().st_mode) == 0o644
 
 
-def test_compile_cache_is_on_by_default_and_recorded(planted, tmp_path):
+def test_compile_cache_is_on_by_default_and_recorded(planted, tmp_path, monkeypatch):
+    monkeypatch.delenv("JAXCORE_COMPILE_CACHE", raising=False)
     planted(SpeedBenchmark(name="fake.cached", family="fake", kernel=lambda x: jnp.cumsum(x) * 2.0, setup=_setup,
                            sizes=[{"n": 3}], baselines=[Baseline("numpy", lambda x: np.cumsum(x) * 2.0)]))
     code, doc, _ = _run(tmp_path, "--no-compile-cache")
