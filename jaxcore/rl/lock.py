@@ -244,6 +244,12 @@ def _noise(key, lock: CombinationLock):
     return jax.random.normal(key, (lock.num_latent + lock.horizon + 1,), _float(lock))
 
 
+def _clean(state: LockState, lock: CombinationLock):
+    """The noise-free observation of ``state`` (no key: the noise term is zero)."""
+    eps = None if lock.tabular else jnp.zeros((lock.num_latent + lock.horizon + 1,), _float(lock))
+    return _emit(eps, state, lock)
+
+
 def _emit(eps, state: LockState, lock: CombinationLock):
     """The observation of ``state`` given its standard normal noise ``eps`` (see :func:`observe`)."""
     dt = _float(lock)

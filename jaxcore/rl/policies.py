@@ -26,7 +26,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from jaxcore._util import check_bool, check_choice, check_int, check_key, check_scalar, expected
 
-from .lock import CombinationLock, LockState, _advance, _emit, _noise, observe, reset
+from .lock import CombinationLock, LockState, _advance, _clean, _emit, _noise, reset
 
 __all__ = ["EvaluationResult", "Policy", "evaluate", "init_policy", "optimal_policy", "policy_logits", "policy_table"]
 
@@ -161,12 +161,10 @@ def policy_table(lock: CombinationLock, policy: Policy) -> Int[Array, "H S"]:
         [[0, 0, 0], [0, 0, 0]]
     """
     _check_pair(lock, policy)
-    quiet = eqx.tree_at(lambda l: l.noise, lock, jnp.zeros_like(lock.noise))
     hs, ss = jnp.meshgrid(jnp.arange(lock.horizon), jnp.arange(lock.num_latent), indexing="ij")
-    key = jax.random.key(0)  # unused: the noise is zero
 
     def one(h, s):
-        x = observe(key, LockState(s.astype(jnp.int32), h.astype(jnp.int32)), quiet)
+        x = _clean(LockState(s.astype(jnp.int32), h.astype(jnp.int32)), lock)
         return jnp.argmax(policy_logits(policy, h, x)).astype(jnp.int32)
 
     return jax.vmap(jax.vmap(one))(hs, ss)
