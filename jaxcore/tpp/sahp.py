@@ -22,12 +22,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxcore._util import check_int, check_key, default_float
 
-from ._attention import AttentionLayer, encode
-from ._checks import float_dtype
+from ._attention import encode
 from .neural import NeuralTPP, log_softplus
-from .thp import _check_model_sizes
+from .thp import attention_trunk
 
 
 class SAHP(NeuralTPP):
@@ -62,15 +60,9 @@ class SAHP(NeuralTPP):
         Raises:
             ValueError: bad sizes. TypeError: ``key`` not a PRNG key, non-float ``dtype``.
         """
-        K = check_int(num_marks, "num_marks", minimum=1)
-        d, h, n = _check_model_sizes(d_model, num_heads, num_layers)
-        check_key(key)
-        dtype = float_dtype(default_float() if dtype is None else dtype)
-        keys = jax.random.split(key, n + 3)
-        self.embedding = jax.random.normal(keys[0], (K, d), dtype) * 0.1
-        self.start = jax.random.normal(keys[1], (d,), dtype) * 0.1
-        self.layers = tuple(AttentionLayer(d, h, key=k, dtype=dtype) for k in keys[3:])
-        head = eqx.nn.Linear(d, 3 * K, key=keys[2], dtype=dtype)
+        K, d, dtype, head_key, (self.embedding, self.start, self.layers) = attention_trunk(
+            num_marks, d_model, num_heads, num_layers, key, dtype)
+        head = eqx.nn.Linear(d, 3 * K, key=head_key, dtype=dtype)
         b = float(jnp.log(jnp.expm1(jnp.asarray(float(init_rate)))))
         bias = jnp.concatenate([jnp.full((2 * K,), b, dtype), jnp.zeros((K,), dtype)])
         self.head = eqx.tree_at(lambda m: (m.weight, m.bias), head, (head.weight * 0.1, bias))

@@ -37,6 +37,20 @@ def _check_model_sizes(d_model: int, num_heads: int, num_layers: int) -> tuple[i
     return d, h, n
 
 
+def attention_trunk(num_marks, d_model, num_heads, num_layers, key, dtype):
+    """Checked sizes and the shared encoder of THP and SAHP: ``(K, d, dtype, head_key, (embedding, start,
+    layers))`` with mark embeddings ``[K, d]``, the start vector ``[d]`` and ``num_layers`` attention layers."""
+    K = check_int(num_marks, "num_marks", minimum=1)
+    d, h, n = _check_model_sizes(d_model, num_heads, num_layers)
+    check_key(key)
+    dtype = float_dtype(default_float() if dtype is None else dtype)
+    keys = jax.random.split(key, n + 3)
+    embedding = jax.random.normal(keys[0], (K, d), dtype) * 0.1
+    start = jax.random.normal(keys[1], (d,), dtype) * 0.1
+    layers = tuple(AttentionLayer(d, h, key=k, dtype=dtype) for k in keys[3:])
+    return K, d, dtype, keys[2], (embedding, start, layers)
+
+
 class THP(NeuralTPP):
     """Transformer Hawkes process (an equinox module).
 
@@ -79,15 +93,9 @@ class THP(NeuralTPP):
         Raises:
             ValueError: bad sizes. TypeError: ``key`` not a PRNG key, non-float ``dtype``.
         """
-        K = check_int(num_marks, "num_marks", minimum=1)
-        d, h, n = _check_model_sizes(d_model, num_heads, num_layers)
-        check_key(key)
-        dtype = float_dtype(default_float() if dtype is None else dtype)
-        keys = jax.random.split(key, n + 3)
-        self.embedding = jax.random.normal(keys[0], (K, d), dtype) * 0.1
-        self.start = jax.random.normal(keys[1], (d,), dtype) * 0.1
-        self.layers = tuple(AttentionLayer(d, h, key=k, dtype=dtype) for k in keys[3:])
-        head = eqx.nn.Linear(d, K, key=keys[2], dtype=dtype)
+        K, d, dtype, head_key, (self.embedding, self.start, self.layers) = attention_trunk(
+            num_marks, d_model, num_heads, num_layers, key, dtype)
+        head = eqx.nn.Linear(d, K, key=head_key, dtype=dtype)
         b = float(jnp.log(jnp.expm1(jnp.asarray(float(init_rate)))))
         self.head = eqx.tree_at(lambda m: (m.weight, m.bias), head, (head.weight * 0.1, jnp.full((K,), b, dtype)))
         self.alpha = jnp.full((K,), -0.1, dtype)
