@@ -52,18 +52,19 @@ class GenerateResult(NamedTuple):
 
 
 def _prefill(model: Llama, tokens, mask, cache_len, intervention):
-    """Run the prompt; return the last position's logits and the KV cache (per layer ``[B, T, K, h]``)."""
+    """Run the prompt; return the last position's logits, the KV cache (per layer ``[B, T, K, h]``)
+    and the last position's final residual stream ``[B, d]``."""
     x, _, out = _run_layers(model, tokens, mask, intervention, collect=False, keep_kv=True)
     logits = _head(model, x[:, -1:])[:, 0]
     pad = [(0, 0), (0, cache_len - tokens.shape[1]), (0, 0), (0, 0)]
     ck = tuple(jnp.pad(k, pad) for k, _ in out["kv"])
     cv = tuple(jnp.pad(v, pad) for _, v in out["kv"])
-    return logits, ck, cv
+    return logits, ck, cv, x[:, -1]
 
 
 def _decode_step(model: Llama, ck, cv, token, position, index, key_mask, intervention):
     """One token through the model with the cache (written in place at ``index``); returns its
-    next-token logits and the cache."""
+    next-token logits, the cache and its final residual stream ``[B, d]``."""
     c = model.config
     x = jnp.take(model.embed, token, axis=0).astype(_acc(model.dtype))[:, None]
     bias = jnp.where(key_mask, 0.0, _NEG).astype(jnp.float32)[:, None, :]
@@ -84,7 +85,32 @@ def _decode_step(model: Llama, ck, cv, token, position, index, key_mask, interve
         x, _, _, _ = _block(c, lw, x, positions, None, None, bias, write, None if scl is None else scl[i])
         if res is not None:
             x = x + res[i].astype(x.dtype)
-    return _head(model, x)[:, 0], tuple(new_k), tuple(new_v)
+    return _head(model, x)[:, 0], tuple(new_k), tuple(new_v), x[:, 0]
+
+
+def _extend_hidden(model: Llama, ck, cv, key_mask, candidates, position, intervention):
+    """The final residual stream ``[B, k, d]`` of the prefix extended by each of ``candidates``
+    ``[B, k]`` (one token each, at rotary ``position`` ``[B]``): the k candidates run as one batch of
+    queries that attend to the cache (read only) and each to itself only."""
+    c = model.config
+    b, k = candidates.shape
+    x = jnp.take(model.embed, candidates, axis=0).astype(_acc(model.dtype))
+    own = jnp.broadcast_to(jnp.eye(k, dtype=bool)[None], (b, k, k))
+    ok = jnp.concatenate([jnp.broadcast_to(key_mask[:, None, :], (b, k, key_mask.shape[1])), own], axis=2)
+    bias = jnp.where(ok, 0.0, _NEG).astype(jnp.float32)
+    positions = jnp.broadcast_to(position[:, None], (b, k))
+    res = None if intervention is None else intervention.residual
+    scl = None if intervention is None else intervention.mlp_scale
+    for i, lw in enumerate(model.layers):
+
+        def read(kn, vn, _ka, _va, i=i):
+            return (jnp.concatenate([ck[i], kn.astype(ck[i].dtype)], axis=1),
+                    jnp.concatenate([cv[i], vn.astype(cv[i].dtype)], axis=1))
+
+        x, _, _, _ = _block(c, lw, x, positions, None, None, bias, read, None if scl is None else scl[i])
+        if res is not None:
+            x = x + res[i].astype(x.dtype)
+    return x
 
 
 def _sample(key, logits, sampler, greedy):
@@ -116,7 +142,7 @@ class _Sampler(eqx.Module):
 def _generate_jit(key, model, prompt, prompt_mask, processor, sampler, intervention, num_new, greedy, eos, pad):
     b, p_len = prompt.shape
     cache_len = p_len + num_new - 1
-    logits, ck, cv = _prefill(model, prompt, prompt_mask, max(cache_len, p_len), intervention)
+    logits, ck, cv, hidden = _prefill(model, prompt, prompt_mask, max(cache_len, p_len), intervention)
     cache_len = max(cache_len, p_len)
     n_real = jnp.sum(prompt_mask, axis=1).astype(jnp.int32)
     key_mask = jnp.concatenate([prompt_mask, jnp.zeros((b, max(cache_len - p_len, 0)), bool)], axis=1)
@@ -127,10 +153,15 @@ def _generate_jit(key, model, prompt, prompt_mask, processor, sampler, intervent
     ctx = ctx[:, ctx.shape[1] - w:]
     pstate = None if processor is None else processor.init(b)
     keys = jax.random.split(key, num_new)
+    uses_hidden = processor is not None and bool(getattr(processor, "uses_hidden", False))
 
-    def emit(logits, pstate, ctx, done, k):
+    def emit(logits, pstate, ctx, done, k, hidden, ck, cv, key_mask, position):
         raw = logits
-        if processor is not None:
+        if uses_hidden:
+            extend = lambda cand: _extend_hidden(model, ck, cv, key_mask, cand.astype(jnp.int32),  # noqa: E731
+                                                 position, intervention)
+            logits, pstate = processor(pstate, logits, ctx, hidden=hidden, extend=extend)
+        elif processor is not None:
             logits, pstate = processor(pstate, logits, ctx)
         tok, lp = _sample(k, logits, sampler, greedy)
         mlp = jnp.take_along_axis(jax.nn.log_softmax(raw, axis=-1), tok[:, None], axis=-1)[:, 0]
@@ -143,15 +174,17 @@ def _generate_jit(key, model, prompt, prompt_mask, processor, sampler, intervent
         return tok, lp, mlp, live, pstate, ctx, done
 
     done0 = jnp.zeros((b,), bool)
-    tok, lp, mlp, live, pstate, ctx, done = emit(logits, pstate, ctx, done0, keys[0])
+    tok, lp, mlp, live, pstate, ctx, done = emit(logits, pstate, ctx, done0, keys[0], hidden, ck, cv, key_mask,
+                                                 n_real)
 
     def step(carry, xs):
         ck, cv, key_mask, tok, pstate, ctx, done = carry
         t, k = xs
         index = p_len + t
         key_mask = lax.dynamic_update_slice(key_mask, jnp.ones((b, 1), bool), (0, index))
-        logits, ck, cv = _decode_step(model, ck, cv, tok, n_real + t, index, key_mask, intervention)
-        tok, lp, mlp, live, pstate, ctx, done = emit(logits, pstate, ctx, done, k)
+        logits, ck, cv, hidden = _decode_step(model, ck, cv, tok, n_real + t, index, key_mask, intervention)
+        tok, lp, mlp, live, pstate, ctx, done = emit(logits, pstate, ctx, done, k, hidden, ck, cv, key_mask,
+                                                     n_real + t + 1)
         return (ck, cv, key_mask, tok, pstate, ctx, done), (tok, lp, mlp, live)
 
     carry = (ck, cv, key_mask, tok, pstate, ctx, done)
@@ -181,6 +214,13 @@ def generate(
     ``lax.scan`` draws token ``t``: logits ``z_t`` -> ``processor(state, z_t, context)`` ->
     ``/ temperature`` -> top-k -> top-p -> ``x_t ~ softmax`` and feeds ``x_t`` back through the
     cache. ``context`` holds the last ``processor.context_size`` tokens (-1 before a prompt's start).
+
+    A processor with a true attribute ``uses_hidden`` is called as
+    ``processor(state, z_t, context, hidden=h, extend=f)``: ``h`` ``[B, d]`` float32 is the final
+    residual stream (before the final norm) of the current prefix, equal to
+    ``forward_hidden(...).residual[:, -1]`` at its last position, and ``f(candidates[B, k]) -> [B, k, d]``
+    gives the same for the prefix extended by each of k candidate tokens, in one batched step on the
+    shared KV cache (read only; the cache is not changed).
 
     Args:
         key: a ``jax.random.key`` (one split per generated token).

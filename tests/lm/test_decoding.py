@@ -120,3 +120,45 @@ def test_generate_refuses_bad_input():
         lm.generate(jax.random.key(0), MODEL, p, max_new_tokens=2, processor=lambda s, z, c: (z, s))
     with pytest.raises(ValueError, match="^max_new_tokens: expected"):
         lm.generate(jax.random.key(0), MODEL, p, max_new_tokens=300)
+
+
+class HiddenRecorder(lm.LogitsProcessor):
+    """A ``uses_hidden`` processor: stores the hidden state and the extended prefixes' hidden states."""
+
+    num_steps: int = eqx.field(static=True)
+    dim: int = eqx.field(static=True)
+    candidates: tuple = eqx.field(static=True, default=(3, 7))
+    uses_hidden = True
+
+    def init(self, batch_size):
+        k = len(self.candidates)
+        return (jnp.zeros((batch_size, self.num_steps, self.dim)),
+                jnp.zeros((batch_size, self.num_steps, k, self.dim)), jnp.zeros((), jnp.int32))
+
+    def __call__(self, state, logits, context, *, hidden, extend):
+        h, e, t = state
+        cand = jnp.broadcast_to(jnp.array(self.candidates, jnp.int32), (logits.shape[0], len(self.candidates)))
+        return logits, (h.at[:, t].set(hidden), e.at[:, t].set(extend(cand)), t + 1)
+
+
+def test_hidden_and_extended_prefixes_equal_full_forward():
+    # uses_hidden processors see the final residual stream of the prefix and of each prefix extended
+    # by one candidate token, as forward_hidden computes them; the sampled tokens do not change
+    prompt = np.array([[0, 0, 5, 6], [1, 2, 3, 4]])
+    mask = prompt > 0
+    n = 5
+    rec = HiddenRecorder(n, MODEL.config.dim)
+    out = lm.generate(jax.random.key(3), MODEL, prompt, mask, max_new_tokens=n, processor=rec)
+    plain = lm.generate(jax.random.key(3), MODEL, prompt, mask, max_new_tokens=n)
+    np.testing.assert_array_equal(out.tokens, plain.tokens)
+    hid, ext, _ = out.processor_state
+    seq = np.concatenate([prompt, np.asarray(out.tokens)], axis=1)
+    smask = np.concatenate([mask, np.ones_like(out.tokens, bool)], axis=1)
+    full = lm.forward_hidden(MODEL, seq, smask).residual[:, -1]
+    np.testing.assert_allclose(hid, full[:, 3:3 + n], atol=2e-5)
+    for t in range(n):
+        for j, c in enumerate(rec.candidates):
+            s2 = np.concatenate([seq[:, :4 + t], np.full((2, 1), c)], axis=1)
+            m2 = np.concatenate([smask[:, :4 + t], np.ones((2, 1), bool)], axis=1)
+            ref = lm.forward_hidden(MODEL, s2, m2).residual[:, -1, -1]
+            np.testing.assert_allclose(ext[:, t, j], ref, atol=2e-5)
