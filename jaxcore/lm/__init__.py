@@ -1,9 +1,10 @@
 """jaxcore.lm: a language-model substrate (Llama / SmolLM2-135M in JAX).
 
 GGUF reading with vectorised dequantisation, the tokenizer rebuilt from the GGUF metadata, a
-Llama forward (optional per-layer internals and
-interventions), KV-cache decoding in one ``lax.scan`` with a logits-processor hook, sequence
-log-probabilities and perplexity. Families (watermarking, DPO, controlled decoding) import it.
+Llama forward (optional per-layer internals and interventions), KV-cache decoding in one
+``lax.scan`` with a logits-processor hook, sequence log-probabilities and perplexity, and an
+offline toxicity scorer (:func:`load_toxicity_scorer`, alt-profanity-check's model as arrays).
+Families (watermarking, DPO, controlled decoding) import it.
 
 The main workflow::
 
@@ -34,6 +35,7 @@ from .processors import Chain, LogitsProcessor, Temperature, TopK, TopP, chain
 from .scoring import perplexity, sequence_logprob, token_logprobs
 from .smollm2 import load_smollm2
 from .tokenizer import Tokenizer
+from .toxicity import ToxicityFeatures, ToxicityScorer, load_toxicity_scorer, profanity_words
 from .weights import (
     GGUF_TYPES,
     dequantize,
@@ -57,6 +59,8 @@ __all__ = [
     "LogitsProcessor",
     "Temperature",
     "Tokenizer",
+    "ToxicityFeatures",
+    "ToxicityScorer",
     "TopK",
     "TopP",
     "chain",
@@ -70,8 +74,10 @@ __all__ = [
     "llama_from_arrays",
     "llama_from_gguf",
     "load_smollm2",
+    "load_toxicity_scorer",
     "metadata_of",
     "perplexity",
+    "profanity_words",
     "random_llama",
     "sequence_logprob",
     "to_transformers",
