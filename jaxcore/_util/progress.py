@@ -84,6 +84,11 @@ class Progress:
     def _host(self, step, metrics):
         self._sink(int(step), {k: float(np.asarray(v)) for k, v in metrics.items()})
 
+    def report(self, step: int, metrics: Mapping[str, Any] | None = None) -> None:
+        """Report from the host (a Python loop over compiled calls): ``step`` is 1-based, steps done."""
+        if self.enabled:
+            self._host(step, dict(metrics or {}))
+
     def update(self, step: jax.Array, metrics: Mapping[str, jax.Array] | None = None) -> None:
         """Report ``step`` (0-based index of the step just done) from inside a traced loop."""
         if not self.enabled:

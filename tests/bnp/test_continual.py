@@ -108,3 +108,42 @@ def test_run_continual_rejects_bad_input():
 
 def _template(*args):
     return eqx.filter_eval_shape(lambda k: AdaptiveMLP(*args, key=k), jax.random.key(0))
+
+
+def _doctest_problem():
+    """The shapes of ``run_continual``'s docstring example (so the two share one compilation)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 16, 3)).astype(np.float32)
+    y = (x[..., 0] > 0).astype(np.int32)
+    n = np.array([16, 16], np.int32)
+    tasks = SimpleNamespace(x_train=x, y_train=y, n_train=n, x_test=x, y_test=y, n_test=n)
+    return tasks, _template(3, 4, 2, 2, 2), ContinualConfig(num_steps=3, batch_size=4, num_fisher_samples=4)
+
+
+@pytest.mark.parametrize("method", ["finetune", pytest.param("vcl", marks=pytest.mark.slow)])
+def test_run_continual_progress_reports_each_task_and_changes_nothing(method):
+    tasks, model, cfg = _doctest_problem()
+    keys = jax.random.split(jax.random.key(1), 2)
+    seen = []
+    quiet = run_continual(keys, method, model, tasks, cfg)
+    loud = run_continual(keys, method, model, tasks, cfg, progress=lambda s, m: seen.append((s, m)))
+    np.testing.assert_array_equal(np.asarray(quiet.accuracy), np.asarray(loud.accuracy))
+    assert [s for s, _ in seen] == [1, 2] and [m["task"] for _, m in seen] == [0.0, 1.0]
+    acc = np.asarray(loud.accuracy)
+    np.testing.assert_allclose([m["accuracy"] for _, m in seen],
+                               [acc[:, 0, 0].mean(), acc[:, 1, :2].mean()], rtol=1e-6)
+    with pytest.raises(TypeError, match="progress: expected a bool or a callable"):
+        run_continual(keys, method, model, tasks, cfg, progress="yes")
+
+
+def test_config_defaults_are_the_benchmarked_budget():
+    """The defaults equal the settings of the ``bnp.continual`` benchmark (DESIGN: defaults = what is benchmarked)."""
+    from benchmarks.suites import bnp as suite  # noqa: PLC0415
+    from benchmarks.registry import registry  # noqa: PLC0415
+
+    params = registry()["bnp.continual"].params
+    cfg = ContinualConfig()
+    assert suite.FAMILY == "bnp"
+    assert (cfg.num_steps, cfg.batch_size, cfg.num_samples, cfg.learning_rate, cfg.kl_weight, cfg.ewc_lambda) == (
+        params["num_steps"], params["batch_size"], params["num_samples"], params["learning_rate"],
+        params["kl_weight"], params["ewc_lambda"])
