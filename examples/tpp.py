@@ -35,7 +35,7 @@ def main(small: bool, out: str) -> None:
     num_steps = 15 if small else 60
     # Absolute decimal years on (1851, 1963); an EventBatch is observed on [0, T], so shift.
     years, (start, end) = load_coal_mining()
-    series = tpp.EventBatch.from_sequences([years - start], T=end - start)
+    series = tpp.EventBatch.from_sequences([years], T=end, t0=start)  # years since the window start
 
     poisson = tpp.Poisson(1.0).fit_closed_form(series)
     fit = tpp.fit_mle(tpp.SharedDecayHawkes(1.0, 0.5, 1.0), series, num_steps=num_steps)

@@ -83,8 +83,14 @@ class EventBatch(eqx.Module):
         num_marks: int | None = None,
         max_events: int | None = None,
         dtype: Any = None,
+        t0: float | Sequence[float] = 0.0,
     ) -> EventBatch:
         """Build a padded, validated batch from a list of variable-length sequences.
+
+        Data observed on a window ``[t0, T]`` that does not start at 0 (calendar years, a stimulus at
+        -250 ms) are shifted on the way in: the batch holds ``times - t0`` on ``[0, T - t0]``, the frame
+        every model of the family assumes (a Poisson rate or a Hawkes baseline is then per unit of
+        the same clock, and log-likelihoods are unchanged by the shift).
 
         Args:
             times: list of ``B`` 1-D array-likes of event times (sorted, finite,
@@ -100,6 +106,8 @@ class EventBatch(eqx.Module):
                 a cast that merges distinct times or distorts a gap by more than half
                 of itself (near t = 1e7 float32 has a spacing of 1): use float64
                 (``jax.config.update("jax_enable_x64", True)``) or shift the origin.
+            t0: window start per sequence (scalar or ``B`` values; same clock as ``times`` and ``T``),
+                subtracted from both in float64 before the cast. Events before ``t0`` are refused.
 
         Returns:
             An :class:`EventBatch`.
@@ -133,6 +141,24 @@ class EventBatch(eqx.Module):
             if s is None:
                 raise ValueError(f"times[{b}]: expected a 1-D sequence of event times, got shape {np.shape(times[b])}")
         B = len(seqs)
+        try:
+            if isinstance(t0, (str, bytes)):
+                raise TypeError
+            t0_arr = np.asarray(t0, np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(expected("t0", "a real scalar or one window start per sequence",
+                                     type(t0).__name__, raw=True)) from exc
+        if t0_arr.ndim and t0_arr.shape != (B,):
+            raise ValueError(f"t0: expected a scalar or {B} window starts, got shape {t0_arr.shape}")
+        if not np.all(np.isfinite(t0_arr)):
+            raise ValueError(expected("t0", "finite window starts", t0_arr))
+        t0s = np.broadcast_to(t0_arr, (B,))
+        if np.any(t0s != 0):
+            for b, s in enumerate(seqs):
+                if s.size and not (np.nanmin(s) >= t0s[b]):
+                    raise ValueError(f"times[{b}]: expected events at or after the window start t0 = {t0s[b]:g}, "
+                                     f"got {np.nanmin(s):g}")
+            seqs = [s - t0s[b] for b, s in enumerate(seqs)]
         if marks is None:
             mark_seqs = [np.zeros(len(s), np.int64) for s in seqs]
         else:
@@ -155,6 +181,8 @@ class EventBatch(eqx.Module):
             Ts = np.array([s[-1] if len(s) else 0.0 for s in seqs], np.float64)
         else:
             try:
+                if isinstance(T, (str, bytes)):
+                    raise TypeError
                 T_arr = np.asarray(T, np.float64)
             except (TypeError, ValueError) as exc:
                 raise TypeError(expected("T", "a real scalar or one window end per sequence",
@@ -162,6 +190,7 @@ class EventBatch(eqx.Module):
             Ts = np.broadcast_to(T_arr, (B,)) if T_arr.ndim == 0 else T_arr
             if Ts.shape != (B,):
                 raise ValueError(f"T: expected a scalar or {B} window ends, got shape {Ts.shape}")
+            Ts = Ts - t0s
         if num_marks is None:
             num_marks = int(max([int(m.max()) + 1 for m in mark_seqs if m.size] or [1]))
         if not isinstance(num_marks, (int, np.integer)) or num_marks < 1:

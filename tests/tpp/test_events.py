@@ -78,3 +78,27 @@ def test_trim_cuts_padding_to_a_multiple_and_keeps_results():
     np.testing.assert_allclose(np.asarray(h.log_likelihood(t)), np.asarray(h.log_likelihood(b)), rtol=1e-6)
     with pytest.raises(ValueError, match="multiple: expected an int >= 1"):
         b.trim(0)
+
+
+def test_window_start_shifts_times_and_window():
+    """``t0`` moves a window [t0, T] to [0, T - t0]; the Poisson log-likelihood is shift-invariant."""
+    from jaxcore.tpp import Poisson
+
+    years = np.array([1851.2, 1851.6, 1853.0, 1900.5])
+    a = EventBatch.from_sequences([years], T=1963.0, t0=1851.0, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(a.times[0]), years - 1851.0, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(a.T), [112.0])
+    b = EventBatch.from_sequences([years - 1851.0], T=112.0, dtype=np.float32)
+    model = Poisson(mu=np.array([0.04], np.float32))
+    np.testing.assert_allclose(np.asarray(model.log_likelihood(a)), np.asarray(model.log_likelihood(b)), rtol=1e-6)
+    # one start per sequence; the default T (the last event) is shifted too
+    c = EventBatch.from_sequences([[5.0, 6.0], [-250.0, 10.0]], t0=[4.0, -250.0])
+    np.testing.assert_allclose(np.asarray(c.T), [2.0, 260.0])
+    with pytest.raises(ValueError, match=r"times\[0\]: expected events at or after the window start t0 = 1852"):
+        EventBatch.from_sequences([years], T=1963.0, t0=1852.0)
+    with pytest.raises(ValueError, match="t0: expected a scalar or 1 window starts"):
+        EventBatch.from_sequences([years], T=1963.0, t0=[1.0, 2.0])
+    with pytest.raises(ValueError, match="t0: expected finite window starts"):
+        EventBatch.from_sequences([years], T=1963.0, t0=float("nan"))
+    with pytest.raises(TypeError, match="t0: expected a real scalar"):
+        EventBatch.from_sequences([years], T=1963.0, t0="1851")
