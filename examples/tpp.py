@@ -43,7 +43,7 @@ def main(small: bool, out: str) -> None:
 
     ll = {"Poisson": float(poisson.log_likelihood(series)[0]), "Hawkes": float(hawkes.log_likelihood(series)[0])}
     num_params = {"Poisson": 1, "Hawkes": 3}
-    ks = {name: float(tpp.time_rescaling_ks(m.jump_diffusion(), series, method="exact"))
+    ks = {name: float(tpp.time_rescaling_ks(m, series))
           for name, m in (("Poisson", poisson), ("Hawkes", hawkes))}
     print(f"whole series: {series.num_events[0]} disasters in {end - start:.0f} years")
     print(f"  Poisson  mu = {float(poisson.mu[0]):.3f} /year")

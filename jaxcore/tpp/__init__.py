@@ -47,7 +47,7 @@ from .poisson import Poisson, PoissonSDE
 from .rmtpp import RMTPP
 from .sahp import SAHP
 from .self_correcting import SelfCorrecting, SelfCorrectingSDE
-from .solver import JumpDiffusion, SolveResult, intensity_path, log_likelihood, solve
+from .solver import JumpDiffusion, SolveResult, as_jump_diffusion, intensity, intensity_path, log_likelihood, solve
 from .synthetic import synthetic_hawkes, synthetic_poisson, synthetic_self_correcting
 from .thp import THP
 
@@ -77,9 +77,11 @@ __all__ = [
     "SolveResult",
     "THP",
     "TrainResult",
+    "as_jump_diffusion",
     "evaluate",
     "event_batches",
     "fit_mle",
+    "intensity",
     "intensity_path",
     "ks_statistic",
     "load_checkpoint",

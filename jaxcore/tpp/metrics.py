@@ -32,7 +32,7 @@ from jaxcore._util import check_int, check_key, check_positive, check_scalar, ex
 from ._checks import as_param
 
 from .events import EventBatch, check_batch, check_marks
-from .solver import JumpDiffusion, _solve_args, _solve_batch
+from .solver import JumpDiffusion, _solve_args, _solve_batch, as_jump_diffusion
 
 
 def nll_per_event(log_likelihood: Float[Array, " batch"], num_events: Array) -> Float[Array, ""]:
@@ -134,10 +134,13 @@ def time_rescaling_ks(dynamics: JumpDiffusion, batch: EventBatch, key: PRNGKeyAr
     (the time-rescaling theorem); ``D`` is their KS distance to Exp(1).
 
     Args:
-        dynamics: a :class:`JumpDiffusion` (classical ``model.jump_diffusion()`` or NJDTPP).
+        dynamics: a :class:`JumpDiffusion` (NJDTPP, ``model.jump_diffusion()``) or a classical model
+            (``Poisson``, ``Hawkes``, ``SharedDecayHawkes``, ``SelfCorrecting``), taken as its jump-diffusion.
         batch: ``B`` sequences.
         key: Brownian key passed to :func:`solve`; ``None`` integrates the drift only.
-        **solve_kwargs: passed to :func:`solve` (``method``, ``num_substeps``, ``convention``, ...).
+        **solve_kwargs: passed to :func:`solve` (``method``, ``num_substeps``, ``convention``, ...). Without
+            ``method``, the exact closed-form flow is used where one exists and ``key`` is None (every
+            classical model), else :func:`solve`'s default ``"scan"``.
 
     Returns:
         Scalar KS statistic in [0, 1].
@@ -151,10 +154,13 @@ def time_rescaling_ks(dynamics: JumpDiffusion, batch: EventBatch, key: PRNGKeyAr
     Examples:
         >>> from jaxcore.tpp import EventBatch, Poisson, time_rescaling_ks
         >>> batch = EventBatch.from_sequences([[0.5, 1.5, 2.0]], T=3.0)
-        >>> d = time_rescaling_ks(Poisson(1.0).jump_diffusion(), batch, method="exact")
+        >>> d = time_rescaling_ks(Poisson(1.0), batch)      # the exact flow of the classical model
         >>> 0.0 <= float(d) <= 1.0
         True
     """
+    dynamics = as_jump_diffusion(dynamics)
+    if "method" not in solve_kwargs and key is None and dynamics.has_flow():
+        solve_kwargs["method"] = "exact"
     args = _solve_args(dynamics, batch, key, **solve_kwargs)
     return _time_rescaling_run(args)
 

@@ -71,7 +71,7 @@ import numpy as np
 
 from jaxcore._util import check_finite, check_int, check_key, check_positive, expected, is_concrete
 
-from ._checks import as_param
+from ._checks import as_param, check_query_times
 from .events import EventBatch, _check_batch_values, check_batch, check_marks
 
 
@@ -428,8 +428,7 @@ _SCHEMES = ("exponential", "euler")
 def _solve_args(dynamics, batch, key, method="scan", num_substeps=10, convention="window", solver=None,
                 stepsize_controller=None, max_steps=4096, brownian_tol=1e-3, scheme="exponential") -> tuple:
     """Validate :func:`solve`'s arguments on the host; return those of :func:`_solve_batch`."""
-    if not isinstance(dynamics, JumpDiffusion):
-        raise TypeError(expected("dynamics", "a jaxcore.tpp.JumpDiffusion", type(dynamics).__name__, raw=True))
+    dynamics = as_jump_diffusion(dynamics)
     check_batch(batch)
     check_marks(batch, dynamics.num_marks)
     if method not in _METHODS:
@@ -566,8 +565,7 @@ def intensity_path(
         >>> [round(float(x), 4) for x in lam[:, 0]]     # mu, then mu + alpha e^{-beta (t - 1)}
         [0.2, 0.2, 0.4943]
     """
-    if not isinstance(dynamics, JumpDiffusion):
-        raise TypeError(expected("dynamics", "a jaxcore.tpp.JumpDiffusion", type(dynamics).__name__, raw=True))
+    dynamics = as_jump_diffusion(dynamics)
     if method not in ("scan", "exact"):
         raise ValueError(expected("method", "'scan' or 'exact'", method))
     if method == "exact" and not dynamics.has_flow():
@@ -636,3 +634,103 @@ def _intensity_path(dynamics, times, marks, mask, grid, method):
 
     _, lam = jax.lax.scan(step, (eta0, grid[0], jnp.zeros((), jnp.int32)), grid)
     return lam
+
+
+def as_jump_diffusion(model: Any, name: str = "dynamics") -> JumpDiffusion:
+    """``model`` as a :class:`JumpDiffusion`: itself, or a classical model's ``model.jump_diffusion()``.
+
+    Raises:
+        TypeError: ``model`` is neither (a neural TPP has no jump-diffusion form).
+    """
+    if isinstance(model, JumpDiffusion):
+        return model
+    if callable(getattr(model, "jump_diffusion", None)):
+        return model.jump_diffusion()
+    raise TypeError(expected(name, "a jaxcore.tpp.JumpDiffusion or a classical model with jump_diffusion() "
+                                   "(Poisson, Hawkes, SharedDecayHawkes, SelfCorrecting)", type(model).__name__,
+                             raw=True))
+
+
+def intensity(model: Any, batch: EventBatch, t: Float[Array, "batch query"], *, method: str | None = None,
+              num_substeps: int = 10) -> Float[Array, "batch query K"]:
+    """Conditional intensity ``lambda_k(t | H_t)`` of any model of the family, ``[B, Q, K]``: one convention.
+
+    Events strictly before ``t`` count (at an event time, the intensity just before its jump). Classical
+    models (``Poisson``, ``Hawkes``, ...) and neural TPPs (``RMTPP``, ``NHP``, ...) evaluate their own
+    closed form (``model.intensity(batch, t)``); a :class:`JumpDiffusion` (NJDTPP, or
+    ``model.jump_diffusion()``) is integrated drift-only from the last event before each query time:
+    ``lambda(t) = exp(eta(t))`` with ``eta`` carried from that event's post-jump state.
+
+    Args:
+        model: a classical model, a neural TPP or a :class:`JumpDiffusion`.
+        batch: the histories, ``B`` sequences.
+        t: query times ``[B, Q]`` (any order; same unit as the batch).
+        method: for a :class:`JumpDiffusion`: ``"exact"`` (the closed-form :meth:`JumpDiffusion.flow`;
+            the default where it exists) or ``"scan"`` (``num_substeps`` exponential-Euler steps from the
+            last event to each query and between events, the default otherwise). Ignored otherwise.
+        num_substeps: sub-steps per interval for ``"scan"``.
+
+    Returns:
+        ``[B, Q, K]`` intensities (events per unit time).
+
+    Raises:
+        TypeError: ``model`` has neither ``intensity`` nor a jump-diffusion form; bad ``batch``.
+        ValueError: ``t`` not ``[B, Q]`` non-negative finite times; unknown ``method``, or ``"exact"``
+            without a closed-form flow.
+
+    References:
+        Zhang et al., "Neural Jump-Diffusion Temporal Point Processes", ICML 2024, Eq. 4-5.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxcore.tpp import EventBatch, Hawkes, intensity
+        >>> b = EventBatch.from_sequences([[1.0]], T=3.0)
+        >>> h = Hawkes(0.2, 0.8, 1.0)
+        >>> t = jnp.array([[0.5, 1.0, 2.0]])
+        >>> [round(float(x), 4) for x in intensity(h, b, t)[0, :, 0]]       # closed form
+        [0.2, 0.2, 0.4943]
+        >>> [round(float(x), 4) for x in intensity(h.jump_diffusion(), b, t)[0, :, 0]]   # its flow
+        [0.2, 0.2, 0.4943]
+    """
+    if not isinstance(model, JumpDiffusion) and callable(getattr(model, "intensity", None)):
+        return model.intensity(batch, t)
+    dyn = as_jump_diffusion(model, "model")
+    check_batch(batch)
+    check_marks(batch, dyn.num_marks)
+    t = check_query_times(t, batch.num_sequences)
+    if method is None:
+        method = "exact" if dyn.has_flow() else "scan"
+    if method not in ("scan", "exact"):
+        raise ValueError(expected("method", "'scan' or 'exact'", method))
+    if method == "exact" and not dyn.has_flow():
+        raise ValueError(expected("method", f"'scan' for {type(dyn).__name__}, which has no closed-form flow "
+                                            "for 'exact'", "exact"))
+    n = check_int(num_substeps, "num_substeps", minimum=1)
+    return _intensity_batch(dyn._checked(), batch, t.astype(batch.times.dtype), method, n)
+
+
+@eqx.filter_jit
+def _intensity_batch(dyn, batch, t, method, n):
+    """Drift-only intensity at query times, vmapped over sequences and queries (one program per shape)."""
+    eta0 = dyn.initial_state().astype(batch.times.dtype)
+
+    def segment(eta, t0, t1):
+        if method == "exact":
+            return dyn.flow(t0, eta, t1 - t0)[0]
+        return _euler_segment(dyn, eta, t0, t1, None, n)[0]
+
+    def one(times, marks, mask, T, query):
+        res = _solve_one(dyn, times, marks, mask, T, None, method=method, n=n, convention="window", solver=None,
+                         controller=None, max_steps=0, bm_tol=0.0)
+        post = res.eta_events + jax.vmap(lambda ti, e, m: dyn.jump(ti, e)[:, m])(times, res.eta_events, marks)
+
+        def at(q):
+            j = jnp.sum(mask & (times < q))  # events strictly before q (real events come first)
+            i = jnp.maximum(j - 1, 0)
+            start_t = jnp.where(j > 0, times[i], jnp.zeros((), times.dtype))
+            start = jnp.where(j > 0, post[i], eta0)
+            return jnp.exp(segment(start, start_t, q))
+
+        return jax.vmap(at)(query)
+
+    return jax.vmap(one)(batch.times, batch.marks, batch.mask, batch.T, t)

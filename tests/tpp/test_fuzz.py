@@ -27,6 +27,8 @@ FUZZ_TABLE = {
     "JumpDiffusion": "abstract base: through solve with each concrete dynamics",
     "solve": "num_substeps, method, convention, key (int/None/key), dynamics type",
     "log_likelihood": "as solve", "intensity_path": "times/grid values and shapes, marks dtype, mask dtype",
+    "intensity": "not fuzzed (test_metrics: refusals of t's shape, method, model type)",
+    "as_jump_diffusion": "through solve and time_rescaling_ks (dynamics type)",
     "time_rescaling_ks": "dynamics, method, batch type", "ks_statistic": "samples dtype x values, mask shape",
     "nll_per_event": "log_likelihood/num_events dtype x values, shapes",
     "predict_next": "horizon values, num_grid, method", "prediction_scores": "pred/batch types",

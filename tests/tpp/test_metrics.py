@@ -76,3 +76,66 @@ def test_time_rescaling_ks_separates_true_and_wrong_models():
     d_wrong = float(time_rescaling_ks(Poisson(n / 800.0).jump_diffusion(), b))
     assert d_true < 1.63 / np.sqrt(n)
     assert d_wrong > 2 * d_true
+
+
+@pytest.fixture(scope="module")
+def hawkes2():
+    """A two-type Hawkes process (one shared decay) and 4 simulated sequences on [0, 20], shared by the tests."""
+    h = Hawkes(np.array([0.3, 0.2], np.float32), np.array([[0.5, 0.2], [0.1, 0.4]], np.float32), np.float32(1.3))
+    b, _ = h.simulate(jax.random.key(0), 20.0, 64, 4)
+    q = jax.random.uniform(jax.random.key(1), (4, 12), minval=0.0, maxval=20.0)
+    return h, b, q.at[:, 0].set(b.times[:, 2])  # one query at an event time
+
+
+def test_time_rescaling_ks_takes_classical_models_and_their_exact_flow(hawkes2):
+    """A classical model is its jump-diffusion; without ``method`` the exact flow is used, whose rescaled gaps
+    are the model's closed-form compensator increments."""
+    from jaxcore.tpp import solve
+
+    model, b, _ = hawkes2
+    d = float(time_rescaling_ks(model, b))
+    assert d == float(time_rescaling_ks(model.jump_diffusion(), b, method="exact"))
+    gaps = solve(model, b, method="exact").interval_compensator
+    comp = np.asarray(model.compensator(b, b.times)).sum(-1)
+    closed = np.diff(np.concatenate([np.zeros((4, 1)), comp], 1), axis=1)
+    mask = np.asarray(b.mask)
+    np.testing.assert_allclose(np.asarray(gaps)[mask], closed[mask], rtol=2e-4, atol=1e-5)
+    assert d == pytest.approx(float(ks_statistic(jnp.asarray(np.where(mask, closed, 0.0)), jnp.asarray(mask))),
+                              abs=2e-4)
+    with pytest.raises(TypeError, match="dynamics: expected a jaxcore.tpp.JumpDiffusion or a classical model"):
+        time_rescaling_ks("hawkes", b)
+
+
+def test_intensity_one_convention_for_every_model(hawkes2):
+    """``tpp.intensity(model, batch, t)``: a classical model's closed form and the exact flow of its
+    jump-diffusion agree; at an event time the intensity is the one just before the jump."""
+    from jaxcore.tpp import NJDTPP, intensity
+
+    h, b, q = hawkes2
+    closed = np.asarray(h.intensity(b, q))
+    np.testing.assert_array_equal(np.asarray(intensity(h, b, q)), closed)
+    np.testing.assert_allclose(np.asarray(intensity(h.jump_diffusion(), b, q)), closed, rtol=2e-6)
+    with pytest.raises(ValueError, match="method: expected 'scan' for NJDTPP"):
+        intensity(NJDTPP(2, key=jax.random.key(3), width=8, depth=1), b, q, method="exact")
+    with pytest.raises(ValueError, match=r"t: expected query times of shape \[batch, query\] = \[4, \*\]"):
+        intensity(h.jump_diffusion(), b, q[0])
+    with pytest.raises(TypeError, match="model: expected a jaxcore.tpp.JumpDiffusion or a classical model"):
+        intensity(object(), b, q)
+
+
+@pytest.mark.slow
+def test_intensity_scan_and_other_models(hawkes2):
+    """The sub-stepped scan converges to the exact flow; self-correcting flow = closed form; NJDTPP (no flow)."""
+    from jaxcore.tpp import NJDTPP, SelfCorrecting, intensity
+
+    h, b, q = hawkes2
+    closed = np.asarray(h.intensity(b, q))
+    np.testing.assert_allclose(np.asarray(intensity(h.jump_diffusion(), b, q, method="scan", num_substeps=40)),
+                               closed, rtol=3e-4)
+    sc = SelfCorrecting(0.5, 0.3)
+    b2, _ = sc.simulate(jax.random.key(2), 10.0, 64, 4)
+    q2 = q / 2.0
+    np.testing.assert_allclose(np.asarray(intensity(sc.jump_diffusion(), b2, q2)), np.asarray(sc.intensity(b2, q2)),
+                               rtol=2e-6)
+    lam = np.asarray(intensity(NJDTPP(2, key=jax.random.key(3), width=8, depth=1), b, q))
+    assert lam.shape == (4, 12, 2) and np.all(np.isfinite(lam)) and np.all(lam > 0)

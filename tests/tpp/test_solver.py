@@ -184,8 +184,8 @@ def test_errors():
         solve(dyn, b, num_substeps=0)
     with pytest.raises(ValueError, match="solver: expected None unless method='diffrax'"):
         solve(dyn, b, solver=diffrax.Tsit5())
-    with pytest.raises(TypeError, match="dynamics: expected a jaxcore.tpp.JumpDiffusion"):
-        solve(Poisson(1.0), b)
+    with pytest.raises(TypeError, match="dynamics: expected a jaxcore.tpp.JumpDiffusion or a classical model"):
+        solve("poisson", b)
     with pytest.raises(ValueError, match="batch.num_marks: expected 2"):
         solve(Poisson([1.0, 2.0]).jump_diffusion(), b)
     assert issubclass(NJDTPP, JumpDiffusion)
