@@ -1,0 +1,80 @@
+"""jaxcore.alignment: DPO and the mechanism of toxicity (Lee et al., ICML 2024) on jaxcore.lm.
+
+A linear probe finds a toxicity direction in the last residual stream; the MLP value vectors
+closest to it promote toxic tokens; DPO on (least, most toxic) continuation pairs lowers toxicity
+by routing around those vectors (their keys fire less) rather than changing them; scaling the keys
+back up un-aligns the model. Every kernel is one compiled program, batched over sequences.
+
+>>> import jax, jax.numpy as jnp
+>>> from jaxcore import lm
+>>> from jaxcore.alignment import fit_dpo, preference_pairs, rank_value_vectors, scale_keys
+>>> model = lm.random_llama(jax.random.key(0))          # or: model, tok = lm.load_smollm2()
+>>> prompt, pmask = jnp.ones((4, 3), jnp.int32), jnp.ones((4, 3), bool)
+>>> out = lm.generate(jax.random.key(1), model, jnp.repeat(prompt, 2, 0), max_new_tokens=5)
+>>> scores = jax.random.uniform(jax.random.key(2), (4, 2))   # e.g. lm.load_toxicity_scorer()(texts)
+>>> pairs = preference_pairs(prompt, pmask, out.tokens.reshape(4, 2, 5), out.mask.reshape(4, 2, 5), scores)
+>>> res = fit_dpo(jax.random.key(3), model, pairs, num_steps=2, batch_size=2)
+>>> top = rank_value_vectors(res.policy, jnp.ones(32), top_k=3)  # direction: fit_probe(...).direction
+>>> unaligned = scale_keys(res.policy, top.layer, top.index, 10.0)
+>>> res.history.loss.shape
+(2,)
+
+The whole study on SmolLM2 (pairs, probe, DPO, value-vector tables, un-alignment):
+:func:`toxicity_study`; ``python -m benchmarks --suite alignment`` runs it.
+
+References:
+    A. Lee, X. Bai, I. Pres, M. Wattenberg, J. K. Kummerfeld, R. Mihalcea. "A Mechanistic
+    Understanding of Alignment Algorithms: A Case Study on DPO and Toxicity." ICML 2024.
+    R. Rafailov, A. Sharma, E. Mitchell, S. Ermon, C. D. Manning, C. Finn. "Direct Preference
+    Optimization: Your Language Model is Secretly a Reward Model." NeurIPS 2023.
+"""
+
+from .activations import HiddenMeans, key_activations, mean_hidden, residual_features
+from .dpo import DPOMetrics, DPOResult, DPOState, dpo_init, dpo_loss, dpo_step, fit_dpo
+from .interventions import residual_offset, scale_keys, subtract_direction
+from .logprobs import sequence_log_probs
+from .pairs import PreferencePairs, preference_pairs
+from .probe import ProbeResult, fit_probe
+from .prompts import NEUTRAL_PROMPTS, PROVOCATIVE_PROMPTS
+from .value_vectors import (
+    ValueVectorChange,
+    ValueVectorRanking,
+    VocabProjection,
+    rank_value_vectors,
+    value_vector_change,
+    value_vectors,
+    vocab_projection,
+    vocab_scores,
+)
+
+__all__ = [
+    "DPOMetrics",
+    "DPOResult",
+    "DPOState",
+    "HiddenMeans",
+    "NEUTRAL_PROMPTS",
+    "PROVOCATIVE_PROMPTS",
+    "PreferencePairs",
+    "ProbeResult",
+    "ValueVectorChange",
+    "ValueVectorRanking",
+    "VocabProjection",
+    "dpo_init",
+    "dpo_loss",
+    "dpo_step",
+    "fit_dpo",
+    "fit_probe",
+    "key_activations",
+    "mean_hidden",
+    "preference_pairs",
+    "rank_value_vectors",
+    "residual_features",
+    "residual_offset",
+    "scale_keys",
+    "sequence_log_probs",
+    "subtract_direction",
+    "value_vector_change",
+    "value_vectors",
+    "vocab_projection",
+    "vocab_scores",
+]

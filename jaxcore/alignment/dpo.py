@@ -1,0 +1,346 @@
+"""Direct Preference Optimization: the loss, one jitted optax step, and a fit in one ``lax.scan``.
+
+For a pair (prompt x, chosen y_w, rejected y_l), a policy pi_theta and a frozen reference pi_ref,
+
+    L = -log sigma( beta [ (log pi_theta(y_w|x) - log pi_ref(y_w|x)) - (log pi_theta(y_l|x) - log pi_ref(y_l|x)) ] ),
+
+averaged over pairs (Rafailov et al., Eq. 7). ``beta (log pi_theta - log pi_ref)`` is the implicit
+reward of a continuation; its optimum over all policies is ``pi_ref(y|x) exp(r(x, y) / beta) / Z(x)``
+for Bradley-Terry preferences with reward r (Eq. 4). All weights of the policy are trained
+(full fine-tuning, float arrays of the :class:`jaxcore.lm.Llama`), with any optax optimizer.
+
+References:
+    Rafailov, Sharma, Mitchell, Ermon, Manning, Finn, "Direct Preference Optimization: Your
+    Language Model is Secretly a Reward Model", NeurIPS 2023, Eqs. 4 and 7.
+    Lee et al., "A Mechanistic Understanding of Alignment Algorithms: A Case Study on DPO and
+    Toxicity", ICML 2024, Section 5.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+from jax import lax
+from jaxtyping import Array, Float, Int
+
+from jaxcore import lm
+from jaxcore._util import Progress, check_int, check_key, check_progress, check_scalar, expected
+
+from .logprobs import _sequence_log_probs, check_sequences
+from .pairs import PreferencePairs
+
+__all__ = ["DPOMetrics", "DPOResult", "DPOState", "dpo_init", "dpo_loss", "dpo_step", "fit_dpo"]
+
+
+class DPOState(NamedTuple):
+    """The policy being trained, its optimizer state and the number of steps taken.
+
+    Examples:
+        >>> DPOState._fields
+        ('policy', 'opt_state', 'step')
+    """
+
+    policy: lm.Llama
+    opt_state: Any
+    step: Int[Array, ""]
+
+
+class DPOMetrics(NamedTuple):
+    """One step's statistics over its minibatch (scalars, before the update).
+
+    Attributes:
+        loss: the DPO loss (nats).
+        accuracy: share of pairs whose chosen implicit reward beats the rejected one.
+        margin: mean implicit-reward margin ``beta (h_w - h_l)`` (nats).
+        chosen_reward: mean ``beta (log pi_theta(y_w|x) - log pi_ref(y_w|x))``.
+        rejected_reward: mean ``beta (log pi_theta(y_l|x) - log pi_ref(y_l|x))``.
+    """
+
+    loss: Float[Array, ""]
+    accuracy: Float[Array, ""]
+    margin: Float[Array, ""]
+    chosen_reward: Float[Array, ""]
+    rejected_reward: Float[Array, ""]
+
+
+class DPOResult(NamedTuple):
+    """What :func:`fit_dpo` returns.
+
+    Attributes:
+        policy: the trained :class:`jaxcore.lm.Llama`.
+        state: the final :class:`DPOState` (to continue training).
+        history: :class:`DPOMetrics` of every step, each ``[num_steps]``.
+        reference_log_probs: ``[N, 2]`` log pi_ref of every pair's chosen and rejected continuation.
+    """
+
+    policy: lm.Llama
+    state: DPOState
+    history: DPOMetrics
+    reference_log_probs: Float[Array, "N 2"]
+
+
+def _dpo_terms(pc, pr, rc, rr, beta):
+    margin = beta * ((pc - rc) - (pr - rr))
+    return -jax.nn.log_sigmoid(margin), margin
+
+
+def dpo_loss(policy_chosen: Float[Array, " B"], policy_rejected: Float[Array, " B"],
+             reference_chosen: Float[Array, " B"], reference_rejected: Float[Array, " B"], *,
+             beta: float = 0.1, weights: Float[Array, " B"] | None = None) -> Float[Array, ""]:
+    """The DPO loss of a batch of pairs from their sequence log-probabilities.
+
+    ``L = sum_b w_b (-log sigma(beta [(p_w - r_w) - (p_l - r_l)])_b) / sum_b w_b`` (weights default 1:
+    the mean), computed with ``log_sigmoid`` (no overflow for large margins).
+
+    Args:
+        policy_chosen, policy_rejected: ``[B]`` log pi_theta of the chosen / rejected continuations (nats).
+        reference_chosen, reference_rejected: ``[B]`` the same under the frozen reference.
+        beta: > 0, the KL strength (the paper's 0.1).
+        weights: optional ``[B]`` non-negative pair weights (e.g. Bradley-Terry label probabilities).
+
+    Returns:
+        A scalar in the inputs' float dtype (float64 under ``jax_enable_x64`` with float64 inputs).
+
+    Raises:
+        ValueError: shapes differ; ``beta`` not positive.
+
+    References:
+        Rafailov et al., NeurIPS 2023, Eq. 7.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> z = jnp.zeros(3)
+        >>> round(float(dpo_loss(z, z, z, z)), 6)  # log 2 when policy = reference
+        0.693147
+    """
+    b = check_scalar(beta, "beta", positive=True)
+    arrs = [jnp.asarray(a) for a in (policy_chosen, policy_rejected, reference_chosen, reference_rejected)]
+    shape = arrs[0].shape
+    names = ("policy_chosen", "policy_rejected", "reference_chosen", "reference_rejected")
+    for name, a in zip(names, arrs):
+        if a.shape != shape or a.ndim != 1:
+            raise ValueError(expected(name, f"a [batch] array of shape {shape}", f"shape {a.shape}", raw=True))
+    losses, _ = _dpo_terms(*arrs, b)
+    if weights is None:
+        return jnp.mean(losses)
+    w = jnp.asarray(weights, losses.dtype)
+    if w.shape != shape:
+        raise ValueError(expected("weights", f"shape {shape}", f"shape {w.shape}", raw=True))
+    return jnp.sum(w * losses) / jnp.sum(w)
+
+
+def _pair_log_probs(model, pairs: PreferencePairs):
+    """[B, 2] sequence log-probabilities of both members of each pair (one forward of [2B, L])."""
+    n, _, length = pairs.tokens.shape
+    flat = lambda a: a.reshape(2 * n, length)  # noqa: E731
+    lp = _sequence_log_probs(model, flat(pairs.tokens), flat(pairs.mask), flat(pairs.loss_mask))
+    return lp.reshape(n, 2)
+
+
+def _update(optimizer, beta, policy, opt_state, pairs, ref_lp):
+    params, static = eqx.partition(policy, eqx.is_inexact_array)
+
+    def loss_fn(p):
+        lp = _pair_log_probs(eqx.combine(p, static), pairs)
+        losses, margin = _dpo_terms(lp[:, 0], lp[:, 1], ref_lp[:, 0], ref_lp[:, 1], beta)
+        return jnp.mean(losses), (lp, margin)
+
+    (loss, (lp, margin)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    metrics = DPOMetrics(loss, jnp.mean((margin > 0).astype(loss.dtype)), jnp.mean(margin),
+                         beta * jnp.mean(lp[:, 0] - ref_lp[:, 0]), beta * jnp.mean(lp[:, 1] - ref_lp[:, 1]))
+    return eqx.combine(params, static), opt_state, metrics
+
+
+@eqx.filter_jit
+def _step_jit(state, reference, pairs, optimizer, beta):
+    ref_lp = lax.stop_gradient(_pair_log_probs(reference, pairs))
+    policy, opt_state, metrics = _update(optimizer, beta, state.policy, state.opt_state, pairs, ref_lp)
+    return DPOState(policy, opt_state, state.step + 1), metrics
+
+
+def _check_optimizer(optimizer):
+    if not isinstance(optimizer, optax.GradientTransformation):
+        raise TypeError(expected("optimizer", "an optax.GradientTransformation", type(optimizer).__name__, raw=True))
+    return optimizer
+
+
+def _check_pairs(model, pairs, name="pairs"):
+    if not isinstance(pairs, PreferencePairs):
+        raise TypeError(expected(name, "a PreferencePairs", type(pairs).__name__, raw=True))
+    n, _, length = pairs.tokens.shape
+    check_sequences(model, pairs.tokens.reshape(2 * n, length), pairs.mask.reshape(2 * n, length),
+                    pairs.loss_mask.reshape(2 * n, length), prefix=name + ".")
+    return pairs
+
+
+@functools.lru_cache(maxsize=8)
+def _default_optimizer(learning_rate: float) -> optax.GradientTransformation:
+    """``optax.adam(learning_rate)``, one object per rate (a new one would recompile the fit)."""
+    return optax.adam(learning_rate)
+
+
+def _trainable(policy):
+    return eqx.filter(policy, eqx.is_inexact_array)
+
+
+def dpo_init(policy: lm.Llama, optimizer: optax.GradientTransformation) -> DPOState:
+    """The starting :class:`DPOState`: ``optimizer.init`` of the policy's float weights, step 0.
+
+    Args:
+        policy: the :class:`jaxcore.lm.Llama` to train.
+        optimizer: an optax ``GradientTransformation``.
+
+    Returns:
+        A :class:`DPOState`.
+
+    Raises:
+        TypeError: not a Llama / not an optax optimizer.
+
+    Examples:
+        >>> import jax, optax
+        >>> from jaxcore import lm
+        >>> state = dpo_init(lm.random_llama(jax.random.key(0)), optax.adam(1e-3))
+        >>> int(state.step)
+        0
+    """
+    lm.model.check_model(policy)
+    _check_optimizer(optimizer)
+    return DPOState(policy, optimizer.init(_trainable(policy)), jnp.zeros((), jnp.int32))
+
+
+def dpo_step(state: DPOState, reference: lm.Llama, pairs: PreferencePairs, *,
+             optimizer: optax.GradientTransformation, beta: float = 0.1) -> tuple[DPOState, DPOMetrics]:
+    """One DPO update: policy and reference log-probs of the pairs, the loss, its gradient, optax.
+
+    Policy forward + backward over ``[2 B, L]``, reference forward (no gradient), then
+    ``optimizer.update`` and ``optax.apply_updates`` on every float weight, in one compiled program.
+
+    Args:
+        state: a :class:`DPOState` (from :func:`dpo_init`).
+        reference: the frozen reference :class:`jaxcore.lm.Llama` (same configuration).
+        pairs: a :class:`PreferencePairs` minibatch ``[B, 2, L]``.
+        optimizer: the optax optimizer ``state`` was built with.
+        beta: > 0, the KL strength.
+
+    Returns:
+        ``(new_state, metrics)``: the :class:`DPOState` after the update and this minibatch's
+        :class:`DPOMetrics` (before it).
+
+    Raises:
+        TypeError, ValueError: bad state, model, pairs, optimizer or beta.
+
+    References:
+        Rafailov et al., NeurIPS 2023, Eq. 7 and Appendix B (the training loop).
+
+    Examples:
+        >>> import jax, jax.numpy as jnp, optax
+        >>> from jaxcore import lm
+        >>> model = lm.random_llama(jax.random.key(0))
+        >>> m = jnp.ones((2, 2, 6), bool)
+        >>> pairs = PreferencePairs(jnp.arange(24).reshape(2, 2, 6) % 64, m, m.at[:, :, :3].set(False), jnp.zeros((2, 2)))
+        >>> opt = optax.adam(1e-3)
+        >>> state, metrics = dpo_step(dpo_init(model, opt), model, pairs, optimizer=opt)
+        >>> round(float(metrics.loss), 4), int(state.step)
+        (0.6931, 1)
+    """
+    if not isinstance(state, DPOState):
+        raise TypeError(expected("state", "a DPOState (from dpo_init)", type(state).__name__, raw=True))
+    lm.model.check_model(state.policy)
+    lm.model.check_model(reference)
+    if reference.config != state.policy.config:
+        raise ValueError(expected("reference", "a Llama with the policy's configuration", reference.config, raw=True))
+    _check_optimizer(optimizer)
+    _check_pairs(state.policy, pairs)
+    b = check_scalar(beta, "beta", positive=True)
+    return _step_jit(state, reference, pairs, optimizer, b)
+
+
+@eqx.filter_jit
+def _fit_jit(key, state, reference, pairs, optimizer, beta, num_steps, batch_size, progress):
+    n = pairs.tokens.shape[0]
+    # the frozen reference's log-probabilities, once, in minibatches of batch_size (padded by wrapping)
+    num_chunks = -(-n // batch_size)
+    idx = jnp.arange(num_chunks * batch_size) % n
+    ref_lp = lax.map(lambda i: _pair_log_probs(reference, pairs.take(i)), idx.reshape(num_chunks, batch_size))
+    ref_lp = lax.stop_gradient(ref_lp.reshape(-1, 2)[:n])
+    # minibatches: a fresh permutation of the pairs every epoch
+    num_epochs = -(-(num_steps * batch_size) // n)
+    perms = jax.vmap(lambda k: jax.random.permutation(k, n))(jax.random.split(key, num_epochs))
+    batches = perms.reshape(-1)[: num_steps * batch_size].reshape(num_steps, batch_size)
+    bar = Progress(progress, num_steps, "DPO")
+
+    def body(st, xs):
+        i, b = xs
+        policy, opt_state, metrics = _update(optimizer, beta, st.policy, st.opt_state, pairs.take(b), ref_lp[b])
+        bar.update(i, {"loss": metrics.loss, "accuracy": metrics.accuracy})
+        return DPOState(policy, opt_state, st.step + 1), metrics
+
+    state, history = lax.scan(body, state, (jnp.arange(num_steps), batches))
+    return state, history, ref_lp
+
+
+def fit_dpo(key, policy: lm.Llama, pairs: PreferencePairs, *, num_steps: int, batch_size: int,
+            reference: lm.Llama | None = None, optimizer: optax.GradientTransformation | None = None,
+            learning_rate: float = 1e-5, beta: float = 0.1, progress=False) -> DPOResult:
+    """Fine-tune ``policy`` with DPO on ``pairs`` for ``num_steps`` minibatch steps (one ``lax.scan``).
+
+    The reference log-probabilities are computed once (the reference is frozen); each step draws
+    ``batch_size`` pairs (a fresh permutation per epoch) and applies :func:`dpo_step`'s update.
+
+    Args:
+        key: a ``jax.random.key`` (minibatch order).
+        policy: the starting :class:`jaxcore.lm.Llama`.
+        pairs: a :class:`PreferencePairs` ``[N, 2, L]``.
+        num_steps: >= 1 optimizer steps.
+        batch_size: pairs per step, in ``[1, N]``.
+        reference: the frozen reference (default: the starting ``policy``, as in the paper).
+        optimizer: an optax optimizer (default ``optax.adam(learning_rate)``); pass the same object
+            again to reuse the compiled program.
+        learning_rate: > 0, used only for the default optimizer.
+        beta: > 0, the KL strength.
+        progress: ``False``, ``True`` (a bar) or ``fn(step, metrics)``.
+
+    Returns:
+        A :class:`DPOResult` (the trained policy, final state, per-step :class:`DPOMetrics`,
+        the reference log-probabilities).
+
+    Raises:
+        TypeError, ValueError: bad key, models, pairs, sizes or hyperparameters.
+
+    References:
+        Rafailov et al., NeurIPS 2023; Lee et al., ICML 2024, Section 5 (DPO on toxicity pairs).
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxcore import lm
+        >>> model = lm.random_llama(jax.random.key(0))
+        >>> m = jnp.ones((4, 2, 6), bool)
+        >>> pairs = PreferencePairs(jnp.arange(48).reshape(4, 2, 6) % 64, m, m.at[:, :, :3].set(False), jnp.zeros((4, 2)))
+        >>> res = fit_dpo(jax.random.key(1), model, pairs, num_steps=3, batch_size=2, learning_rate=1e-2)
+        >>> res.history.loss.shape, bool(res.history.loss[-1] < res.history.loss[0])
+        ((3,), True)
+    """
+    check_key(key)
+    lm.model.check_model(policy)
+    reference = policy if reference is None else lm.model.check_model(reference)
+    if reference.config != policy.config:
+        raise ValueError(expected("reference", "a Llama with the policy's configuration", reference.config, raw=True))
+    _check_pairs(policy, pairs)
+    num_steps = check_int(num_steps, "num_steps", minimum=1)
+    batch_size = check_int(batch_size, "batch_size", minimum=1, maximum=pairs.num_pairs)
+    lr = check_scalar(learning_rate, "learning_rate", positive=True)
+    optimizer = _default_optimizer(lr) if optimizer is None else _check_optimizer(optimizer)
+    b = check_scalar(beta, "beta", positive=True)
+    progress = check_progress(progress)
+    state = dpo_init(policy, optimizer)
+    state, history, ref_lp = _fit_jit(key, state, reference, pairs, optimizer, b, num_steps, batch_size, progress)
+    return DPOResult(state.policy, state, history, ref_lp)
+
+

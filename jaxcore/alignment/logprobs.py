@@ -1,0 +1,116 @@
+"""Summed log-probabilities of the loss-masked tokens of a batch of sequences (DPO's log pi(y | x)).
+
+For a sequence ``x_1..x_L`` with real-token mask ``m`` and loss mask ``c`` (the continuation
+``y`` after its prompt ``x``), ``log pi(y | x) = sum_i c_i m_i m_{i-1} log softmax(z_{i-1})[x_i]``,
+where ``z_{i-1}`` are the logits after the prefix ``x_1..x_{i-1}``. Computed as the chosen logit
+minus ``logsumexp`` of the logits (no ``[B, L, V]`` log-softmax is kept), in float32, under one
+``eqx.filter_jit`` program; the batch axis is the model's own (one forward of ``[B, L]``).
+
+References:
+    Rafailov et al., "Direct Preference Optimization: Your Language Model is Secretly a Reward
+    Model", NeurIPS 2023, Eq. 7 (the log-ratios of the policy and the reference).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from jaxcore import lm
+from jaxcore._util import expected
+
+__all__ = ["sequence_log_probs"]
+
+
+def _token_log_probs(model, tokens, mask, loss_mask, intervention=None):
+    """[B, L] log p(x_i | x_<i) at the scored positions (0 elsewhere); traceable."""
+    logits = lm.forward(model, tokens, mask, intervention=intervention)[:, :-1]
+    nxt = tokens[:, 1:]
+    chosen = jnp.take_along_axis(logits, nxt[..., None], axis=-1)[..., 0]
+    lp = chosen - jax.nn.logsumexp(logits, axis=-1)
+    scored = loss_mask[:, 1:] & mask[:, 1:] & mask[:, :-1]
+    lp = jnp.where(scored, lp, 0.0)
+    return jnp.concatenate([jnp.zeros_like(lp[:, :1]), lp], axis=1)
+
+
+def _sequence_log_probs(model, tokens, mask, loss_mask, intervention=None):
+    return jnp.sum(_token_log_probs(model, tokens, mask, loss_mask, intervention), axis=1)
+
+
+@eqx.filter_jit
+def _sequence_log_probs_jit(model, tokens, mask, loss_mask, intervention):
+    return _sequence_log_probs(model, tokens, mask, loss_mask, intervention)
+
+
+def _bool_mask(x, name, shape):
+    if x is None:
+        return jnp.ones(shape, bool)
+    if isinstance(x, jax.core.Tracer):
+        if tuple(x.shape) != tuple(shape):
+            raise ValueError(expected(name, f"shape {tuple(shape)}", f"shape {tuple(x.shape)}", raw=True))
+        return x.astype(bool)
+    a = np.asarray(x)
+    if a.dtype != np.bool_ and not (a.dtype.kind in "iu" and np.isin(a, (0, 1)).all()):
+        raise TypeError(expected(name, "a bool (or 0/1) array", f"dtype {a.dtype}", raw=True))
+    if a.shape != tuple(shape):
+        raise ValueError(expected(name, f"shape {tuple(shape)}", f"shape {a.shape}", raw=True))
+    return jnp.asarray(a.astype(bool))
+
+
+def check_sequences(model, tokens, mask, loss_mask, *, prefix: str = ""):
+    """Validate ``tokens [B, L]``, a contiguous real-token ``mask`` and a ``loss_mask`` (host checks)."""
+    tokens, mask = lm.model.check_tokens(model, tokens, mask, name=prefix + "tokens", mask_name=prefix + "mask")
+    if not isinstance(mask, jax.core.Tracer):
+        m = np.asarray(mask).astype(np.int8)
+        starts = np.sum(np.diff(np.pad(m, ((0, 0), (1, 0))), axis=1) > 0, axis=1)
+        if (starts > 1).any():
+            row = int(np.flatnonzero(starts > 1)[0])
+            raise ValueError(expected(prefix + "mask", "one contiguous run of real tokens per row",
+                                      f"row {row} with {int(starts[row])} runs", raw=True))
+    loss_mask = _bool_mask(loss_mask, prefix + "loss_mask", tokens.shape) if loss_mask is not None else mask
+    return tokens, mask, loss_mask
+
+
+def sequence_log_probs(model: lm.Llama, tokens: Int[Array, "B L"], mask: Bool[Array, "B L"] | None = None,
+                       loss_mask: Bool[Array, "B L"] | None = None, *,
+                       intervention: lm.Intervention | None = None) -> Float[Array, " B"]:
+    """Summed log-probability of each sequence's loss-masked tokens, ``sum_i c_i log p(x_i | x_<i)``.
+
+    A token is scored when it is real, in ``loss_mask`` and has a real token before it (the first
+    real token is conditioned on). Equals the sum over the scored positions of
+    ``log_softmax(forward(model, tokens, mask))`` at the next token.
+
+    Args:
+        model: a :class:`jaxcore.lm.Llama`.
+        tokens: ``[B, L]`` int token ids.
+        mask: ``[B, L]`` bool, True at real tokens, one contiguous run per row (left, right or both
+            sides padded); default all True.
+        loss_mask: ``[B, L]`` bool, the tokens to score (the continuation); default ``mask``.
+        intervention: an optional :class:`jaxcore.lm.Intervention`.
+
+    Returns:
+        ``[B]`` float32 log-probabilities (nats); 0 for a row with no scored token.
+
+    Raises:
+        TypeError: ``model`` is not a Llama; tokens not integers; masks not boolean.
+        ValueError: ids out of range, shapes differ, a mask with gaps inside a row.
+
+    References:
+        Rafailov et al., "Direct Preference Optimization", NeurIPS 2023, Eq. 7.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxcore import lm
+        >>> model = lm.random_llama(jax.random.key(0))
+        >>> toks = jnp.array([[5, 6, 7, 8]])
+        >>> lp = sequence_log_probs(model, toks, loss_mask=jnp.array([[False, False, True, True]]))
+        >>> bool(jnp.allclose(lp, lm.token_logprobs(model, toks)[:, 2:].sum(1)))
+        True
+    """
+    lm.model.check_model(model)
+    tokens, mask, loss_mask = check_sequences(model, tokens, mask, loss_mask)
+    intervention = lm.model.check_intervention(model, intervention)
+    return _sequence_log_probs_jit(model, tokens, mask, loss_mask, intervention)

@@ -1,0 +1,149 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jaxcore.alignment import DPOState, dpo_init, dpo_loss, dpo_step, fit_dpo, sequence_log_probs
+
+from ._shared import L, N, model, pairs
+
+
+def _closed_form(pc, pr, rc, rr, beta):
+    m = beta * ((pc - rc) - (pr - rr))
+    return np.mean(np.log1p(np.exp(-m)))
+
+
+def test_loss_closed_form_and_finite_difference_gradient(x64):
+    rng = np.random.default_rng(1)
+    args = [jnp.asarray(rng.normal(size=6) * 3) for _ in range(4)]
+    beta = 0.3
+    np.testing.assert_allclose(float(dpo_loss(*args, beta=beta)), _closed_form(*map(np.asarray, args), beta),
+                               rtol=1e-12)
+    grads = jax.grad(lambda *a: dpo_loss(*a, beta=beta), argnums=(0, 1, 2, 3))(*args)
+    eps = 1e-6
+    for k in range(4):
+        for i in range(6):
+            up = [a.at[i].add(eps) if j == k else a for j, a in enumerate(args)]
+            dn = [a.at[i].add(-eps) if j == k else a for j, a in enumerate(args)]
+            fd = (float(dpo_loss(*up, beta=beta)) - float(dpo_loss(*dn, beta=beta))) / (2 * eps)
+            assert abs(float(grads[k][i]) - fd) < 1e-8
+    # the chosen and the reference-rejected terms push the same way, the others the opposite way
+    assert np.all(np.asarray(grads[0]) < 0) and np.all(np.asarray(grads[1]) > 0)
+
+
+def test_loss_weights_and_large_margins():
+    z = jnp.zeros(2)
+    big = jnp.array([1e4, -1e4])
+    loss = dpo_loss(big, z, z, z, beta=1.0, weights=jnp.array([0.0, 1.0]))
+    assert float(loss) == pytest.approx(1e4)  # -log sigmoid(-1e4), no overflow
+    assert float(dpo_loss(big, z, z, z, beta=1.0, weights=jnp.array([1.0, 0.0]))) == pytest.approx(0.0, abs=1e-30)
+
+
+def test_tabular_bandit_converges_to_tilted_reference(x64):
+    """On a bandit with Bradley-Terry preferences, DPO's minimiser is pi_ref exp(r / beta) / Z (Eq. 4)."""
+    rng = np.random.default_rng(2)
+    a, beta = 5, 0.5
+    pi_ref = rng.dirichlet(np.ones(a))
+    r = rng.uniform(-1, 1, size=a)
+    i, j = np.meshgrid(np.arange(a), np.arange(a), indexing="ij")
+    off = i != j
+    i, j = i[off], j[off]
+    w = jnp.asarray(pi_ref[i] * pi_ref[j] / (1 + np.exp(-(r[i] - r[j]))))  # P(i preferred over j)
+    lref = jnp.log(jnp.asarray(pi_ref))
+
+    def loss(theta):
+        lp = jax.nn.log_softmax(theta)
+        return dpo_loss(lp[i], lp[j], lref[i], lref[j], beta=beta, weights=w)
+
+    opt = optax.adam(0.05)
+
+    @jax.jit
+    def run(theta):
+        def body(c, _):
+            th, s = c
+            g = jax.grad(loss)(th)
+            u, s = opt.update(g, s)
+            return (optax.apply_updates(th, u), s), None
+        return jax.lax.scan(body, (theta, opt.init(theta)), None, length=3000)[0][0]
+
+    theta = run(jnp.zeros(a))
+    target = pi_ref * np.exp(r / beta)
+    np.testing.assert_allclose(np.asarray(jax.nn.softmax(theta)), target / target.sum(), atol=1e-5)
+
+
+def test_model_gradient_matches_finite_differences(x64):
+    """d loss / d eps along a random weight direction of the float64 Llama, against central differences."""
+    m64 = model().astype(jnp.float64)
+    p = pairs()
+    flat = lambda a: a.reshape(2 * N, L)  # noqa: E731
+    ref = sequence_log_probs(m64, flat(p.tokens), flat(p.mask), flat(p.loss_mask)).reshape(N, 2)
+    direction = jax.random.normal(jax.random.key(3), m64.layers[1].w_down.shape, jnp.float64)
+
+    def loss(eps):
+        w = m64.layers[1].w_down + eps * direction
+        blk = m64.layers[1]
+        blk = type(blk)(blk.attn_norm, blk.wqkv, blk.wo, blk.mlp_norm, blk.w_gate_up, w)
+        mm = type(m64)(m64.config, m64.embed, (m64.layers[0], blk), m64.final_norm, m64.head)
+        lp = sequence_log_probs(mm, flat(p.tokens), flat(p.mask), flat(p.loss_mask)).reshape(N, 2)
+        # a rejected/chosen swap makes the margin non-zero at eps = 0
+        return dpo_loss(lp[:, 0], lp[:, 1], ref[:, 1], ref[:, 0], beta=0.7)
+
+    g = float(jax.grad(loss)(0.0))
+    h = 1e-5
+    fd = (float(loss(h)) - float(loss(-h))) / (2 * h)
+    assert abs(g - fd) < 1e-7 * max(1.0, abs(fd))
+    assert abs(g) > 1e-4
+
+
+def test_step_equals_one_full_batch_fit_and_lowers_the_loss():
+    opt = optax.sgd(0.5)  # plain gradient steps: Adam's first step g / (|g| + eps) amplifies rounding
+    state, metrics = dpo_step(dpo_init(model(), opt), model(), pairs(), optimizer=opt, beta=0.5)
+    assert isinstance(state, DPOState) and int(state.step) == 1
+    assert float(metrics.loss) == pytest.approx(np.log(2), abs=1e-6)  # policy = reference
+    res = fit_dpo(jax.random.key(0), model(), pairs(), num_steps=1, batch_size=N, optimizer=opt, beta=0.5)
+    for a, b in zip(jax.tree_util.tree_leaves(state.policy), jax.tree_util.tree_leaves(res.policy)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    state2, metrics2 = dpo_step(state, model(), pairs(), optimizer=opt, beta=0.5)
+    assert float(metrics2.loss) < float(metrics.loss)
+    assert float(metrics2.margin) > 0 and float(metrics2.chosen_reward) > float(metrics2.rejected_reward)
+
+
+def test_fit_history_reference_and_no_recompile(compiles):
+    opt = optax.adam(1e-2)
+    res = fit_dpo(jax.random.key(1), model(), pairs(), num_steps=6, batch_size=2, optimizer=opt, beta=0.5)
+    p = pairs()
+    flat = lambda a: a.reshape(2 * N, L)  # noqa: E731
+    ref = sequence_log_probs(model(), flat(p.tokens), flat(p.mask), flat(p.loss_mask)).reshape(N, 2)
+    np.testing.assert_allclose(np.asarray(res.reference_log_probs), np.asarray(ref), rtol=1e-5, atol=1e-5)
+    h = res.history
+    assert h.loss.shape == (6,) and float(h.loss[-1]) < float(h.loss[0])
+    lp = sequence_log_probs(res.policy, flat(p.tokens), flat(p.mask), flat(p.loss_mask)).reshape(N, 2)
+    assert float(jnp.mean((lp[:, 0] - ref[:, 0]) - (lp[:, 1] - ref[:, 1]))) > 0
+    seen = []
+    with compiles() as c:
+        fit_dpo(jax.random.key(2), model(), pairs(), num_steps=6, batch_size=2, optimizer=opt, beta=0.5,
+                progress=lambda step, m: seen.append(step))
+    # only the progress callback's program differs (progress is static); without it: none
+    with compiles() as c2:
+        fit_dpo(jax.random.key(3), model(), pairs(), num_steps=6, batch_size=2, optimizer=opt, beta=0.5)
+    assert len(c2) == 0 and seen and seen[-1] == 6
+    del c
+
+
+def test_refusals():
+    opt = optax.adam(1e-3)
+    with pytest.raises(ValueError, match="beta: expected a finite number > 0"):
+        dpo_loss(jnp.zeros(2), jnp.zeros(2), jnp.zeros(2), jnp.zeros(2), beta=0.0)
+    with pytest.raises(ValueError, match="policy_rejected: expected a"):
+        dpo_loss(jnp.zeros(2), jnp.zeros(3), jnp.zeros(2), jnp.zeros(2))
+    with pytest.raises(ValueError, match="batch_size: expected an int in"):
+        fit_dpo(jax.random.key(0), model(), pairs(), num_steps=1, batch_size=N + 1)
+    with pytest.raises(TypeError, match="key: expected a jax.random.key"):
+        fit_dpo(0, model(), pairs(), num_steps=1, batch_size=1)
+    with pytest.raises(TypeError, match="optimizer: expected an optax.GradientTransformation"):
+        dpo_init(model(), "adam")
+    with pytest.raises(TypeError, match="state: expected a DPOState"):
+        dpo_step((model(), None, 0), model(), pairs(), optimizer=opt)
+    with pytest.raises(TypeError, match="pairs: expected a PreferencePairs"):
+        dpo_step(dpo_init(model(), opt), model(), pairs().tokens, optimizer=opt)
