@@ -181,11 +181,12 @@ class NJDTPP(JumpDiffusion):
         """``[B]`` log-likelihoods (nats) via :func:`jaxcore.tpp.solve`.
 
         Which one to report: ``key=None`` (drift only) is deterministic, the likelihood of the intensity
-        path the model predicts; it is what :func:`jaxcore.tpp.evaluate` reports without a key and what
-        the benchmark's NJDTPP rows and its comparison with the true process use. With a ``key``, it is the
-        likelihood along one Brownian path (the training objective of :func:`train`); averaging it over
-        paths (``evaluate(..., key=k, num_samples=S)``) estimates ``E[log L]``, a lower bound (Jensen) on the
-        marginal ``log E[L]`` of the doubly stochastic process. State which one a table holds.
+        path the model predicts, and what :func:`jaxcore.tpp.evaluate` reports without a key. With a
+        ``key``, it is the likelihood along one Brownian path (the training objective of :func:`train`);
+        averaging it over paths (``evaluate(..., key=k, num_samples=S)``) estimates ``E[log L]``, a lower
+        bound (Jensen) on the marginal ``log E[L]`` of the doubly stochastic process. The benchmark's
+        ``tpp.synthetic`` and ``tpp.real`` tables report the path average, its ``tpp.recovery`` row the
+        drift-only value; a table should say which one it holds.
         """
         return solve(self, batch, key, **kwargs).log_likelihood
 
