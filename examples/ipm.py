@@ -51,7 +51,7 @@ def main(small: bool, out: str, seed: int) -> None:
     catholic, _ = ipm.from_groups(score[d["catholic"]], d["school"][d["catholic"]])
     public, _ = ipm.from_groups(score[~d["catholic"]], d["school"][~d["catholic"]])
     halves = np.asarray(jax.random.permutation(key_split, public.n)).reshape(2, -1)
-    half_a, half_b = (ipm.hierarchical_sample(public.atoms[h], public.weights[h]) for h in halves)
+    half_a, half_b = (public[h] for h in halves)
 
     comparisons = {"Catholic vs public": (key_hsb, catholic, public),
                    "public vs public (control)": (key_control, half_a, half_b)}

@@ -80,6 +80,55 @@ class HierarchicalSample(eqx.Module):
         """Dimension d of the space the measures live on (1 for ``[n, m]`` atoms)."""
         return 1 if self.atoms.ndim == 2 else self.atoms.shape[2]
 
+    def __getitem__(self, index: Any) -> HierarchicalSample:
+        """The sub-sample of the measures ``index`` selects, as a :class:`HierarchicalSample`.
+
+        ``index``: an int (a sample of one measure), a slice, integer indices ``[k]`` (negative ones count
+        from the end; repeats allowed: a bootstrap resample) or a boolean mask ``[n]``. The atoms of each
+        selected measure are kept as they are.
+
+        Raises:
+            TypeError: a tuple, float or other index.
+            IndexError: an integer index outside ``[-n, n)`` (also under ``jit``, at run time), a mask that is
+                not of shape ``[n]``.
+
+        Examples:
+            >>> import jax.numpy as jnp
+            >>> s = HierarchicalSample(jnp.array([[0.0, 1.0], [2.0, 4.0], [5.0, 5.0]]), jnp.full((3, 2), 0.5), True)
+            >>> s[1:].means().tolist(), s[jnp.array([2, 0, 2])].n, s[-1].means().tolist()
+            ([3.0, 5.0], 3, [5.0])
+        """
+        n = self.n
+        if isinstance(index, slice):
+            return HierarchicalSample(self.atoms[index], self.weights[index], self.uniform)
+        if isinstance(index, (bool, np.bool_)) or isinstance(index, tuple) or index is None:
+            raise TypeError(expected("index", "an int, a slice, integer indices or a boolean mask over the n "
+                                              "measures", type(index).__name__, raw=True))
+        idx = index if isinstance(index, jax.Array) else np.asarray(index)
+        if idx.dtype == bool:
+            if idx.shape != (n,):
+                raise IndexError(expected("index", f"a boolean mask of shape [{n}] (one entry per measure)",
+                                          f"shape {tuple(idx.shape)}", raw=True))
+            if isinstance(idx, jax.core.Tracer):
+                raise TypeError(expected("index", "a concrete boolean mask (its count sets the result's shape); "
+                                                  "under jit pass integer indices", "a traced mask", raw=True))
+            idx = np.flatnonzero(np.asarray(idx))
+        elif not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(expected("index", "an int, a slice, integer indices or a boolean mask over the n "
+                                              "measures", f"dtype {idx.dtype}", raw=True))
+        if idx.ndim > 1:
+            raise IndexError(expected("index", "a scalar or 1-D integer indices", f"shape {tuple(idx.shape)}",
+                                      raw=True))
+        idx = idx.reshape(-1)
+        if isinstance(idx, jax.core.Tracer):
+            idx = error_if(idx, jnp.any((idx < -n) | (idx >= n)), "index", f"indices in [-{n}, {n})")
+        elif idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
+            raise IndexError(expected("index", f"indices in [-{n}, {n}) (there are {n} measures)",
+                                      f"range [{int(idx.min())}, {int(idx.max())}]", raw=True))
+        idx = jnp.where(idx < 0, idx + n, idx)
+        return HierarchicalSample(jnp.take(self.atoms, idx, axis=0), jnp.take(self.weights, idx, axis=0),
+                                  self.uniform)
+
     def means(self) -> Float[Array, " n"]:
         """The mean of each measure, ``sum_j w_ij x_ij``: ``[n]`` (or ``[n, d]``)."""
         if self.atoms.ndim == 2:

@@ -123,3 +123,32 @@ def test_property_interval_validation(a, b):
     else:
         with pytest.raises(ValueError, match="sample: expected atoms that lie in the interval"):
             hierarchical_sample(atoms, interval=(a, b))
+
+
+def test_hierarchical_sample_subsets():
+    import jax
+
+    from jaxcore.ipm import HierarchicalSample, hierarchical_sample
+
+    rng = np.random.default_rng(0)
+    s = hierarchical_sample(rng.normal(size=(5, 3)), rng.dirichlet(np.ones(3), size=5))
+    np.testing.assert_array_equal(np.asarray(s[1:3].atoms), np.asarray(s.atoms[1:3]))
+    sub = s[np.array([4, 0, 4, -1])]
+    assert isinstance(sub, HierarchicalSample) and sub.n == 4 and sub.uniform == s.uniform
+    np.testing.assert_array_equal(np.asarray(sub.means()), np.asarray(s.means())[[4, 0, 4, 4]])
+    mask = np.array([True, False, True, False, False])
+    np.testing.assert_array_equal(np.asarray(s[mask].weights), np.asarray(s.weights)[mask])
+    assert s[2].n == 1 and s[-5].means().tolist() == s[0].means().tolist()
+    # under jit: integer indices, checked at run time
+    pick = jax.jit(lambda smp, i: smp[i].means())
+    np.testing.assert_allclose(np.asarray(pick(s, jnp.array([1, 3]))), np.asarray(s.means())[[1, 3]])
+    with pytest.raises(Exception, match=r"index: expected indices in \[-5, 5\)"):
+        jax.block_until_ready(pick(s, jnp.array([1, 7])))
+    with pytest.raises(IndexError, match=r"index: expected indices in \[-5, 5\)"):
+        s[np.array([5])]
+    with pytest.raises(IndexError, match=r"index: expected a boolean mask of shape \[5\]"):
+        s[np.array([True, False])]
+    with pytest.raises(TypeError, match="index: expected an int, a slice"):
+        s[1.5]
+    with pytest.raises(TypeError, match="index: expected an int, a slice"):
+        s[0, 1]
