@@ -25,7 +25,7 @@ from .model import (
     check_model,
     check_tokens,
 )
-from .processors import Temperature, TopK, TopP, check_processor
+from .processors import MIN_TEMPERATURE, Temperature, TopK, TopP, check_processor
 
 __all__ = ["GenerateResult", "generate"]
 
@@ -115,6 +115,9 @@ def _extend_hidden(model: Llama, ck, cv, key_mask, candidates, position, interve
 
 def _sample(key, logits, sampler, greedy):
     """Draw one token per row; return it and its log-probability under the sampled distribution."""
+    if not greedy:  # the row maximum shifted to 0 changes no distribution; z / (a tiny temperature) stays finite
+        top = jnp.max(logits, axis=-1, keepdims=True)
+        logits = logits - jnp.where(jnp.isfinite(top), top, 0.0)
     z, _ = sampler(sampler.init(logits.shape[0]), logits, None) if sampler is not None else (logits, None)
     if greedy:
         tok = jnp.argmax(z, axis=-1).astype(jnp.int32)
@@ -230,7 +233,8 @@ def generate(
             with at least one True (default all True).
         max_new_tokens: N >= 1 tokens to generate.
         processor: an optional logits processor (see :mod:`jaxcore.lm.processors`), applied first.
-        temperature: > 0, or 0 for greedy decoding (argmax of the processed logits).
+        temperature: > 0 (at least float32's smallest normal, 1.2e-38), or 0 for greedy decoding
+            (argmax of the processed logits).
         top_k: keep the k most likely tokens (None: all).
         top_p: nucleus mass in (0, 1] (None or 1: all).
         eos_token_id: a token that ends a row; later tokens are ``pad_token_id`` and masked out.
@@ -273,6 +277,8 @@ def generate(
     if processor is not None:
         check_processor(processor)
     t = check_scalar(temperature, "temperature", nonnegative=True)
+    if 0.0 < t < MIN_TEMPERATURE:
+        raise ValueError(expected("temperature", f"0 (greedy) or a number >= {MIN_TEMPERATURE:.4g}", t))
     greedy = t == 0.0
     parts = []
     if not greedy:

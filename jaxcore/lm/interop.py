@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._util.checks import check_choice
 from .model import Llama, check_model
 
 __all__ = ["to_transformers"]
@@ -24,6 +25,7 @@ def to_transformers(model: Llama, *, dtype: str = "float32"):
         runs ``max_new_tokens`` unless told an ``eos_token_id``).
 
     Raises:
+        TypeError: ``model`` is not a Llama. ValueError: ``dtype`` is not float32 or bfloat16.
         ImportError: torch or transformers is not installed (``pip install torch transformers``).
 
     Examples:
@@ -33,6 +35,7 @@ def to_transformers(model: Llama, *, dtype: str = "float32"):
         2
     """
     check_model(model)
+    check_choice(dtype, "dtype", ("float32", "bfloat16"))
     try:
         import torch
         import transformers

@@ -19,7 +19,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
-from .._util.checks import check_int, check_scalar, expected
+from .._util.checks import check_finite, check_int, check_scalar, error_if, expected
 from .._util.keys import check_key
 
 __all__ = [
@@ -175,7 +175,11 @@ def random_llama(key, config: LlamaConfig | None = None, *, dtype=jnp.float32, s
     if not isinstance(config, LlamaConfig):
         raise TypeError(expected("config", "a LlamaConfig", type(config).__name__, raw=True))
     check_scalar(scale, "scale", positive=True)
-    return _random_llama_jit(key, config, float(scale), jnp.dtype(dtype).name)
+    try:
+        dtype = jnp.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(expected("dtype", "float32, bfloat16, float16 or float64", repr(dtype), raw=True)) from exc
+    return _random_llama_jit(key, config, float(scale), dtype.name)
 
 
 @eqx.filter_jit
@@ -378,7 +382,10 @@ def check_model(model) -> Llama:
 def check_tokens(model: Llama, tokens, mask, *, name: str = "tokens", mask_name: str = "mask"):
     """Tokens ``[B, L]`` int in [0, V) and a bool mask of the same shape (None: all ones)."""
     if isinstance(tokens, jax.core.Tracer):
-        t = tokens
+        if not jnp.issubdtype(tokens.dtype, jnp.integer):
+            raise TypeError(expected(name, "an integer array of token ids", f"dtype {tokens.dtype}", raw=True))
+        v = model.config.vocab_size  # traced ids: checked at run time (a gather would fill NaN logits)
+        t = error_if(tokens.astype(jnp.int32), (tokens < 0) | (tokens >= v), name, f"token ids in [0, {v})")
     else:
         a = np.asarray(tokens)
         if a.dtype.kind not in "iu":
@@ -423,8 +430,8 @@ def check_intervention(model: Llama, intervention) -> Intervention | None:
                              ("intervention.mlp_scale", intervention.mlp_scale, (c.num_layers, c.hidden_dim))):
         if arr is not None and tuple(jnp.shape(arr)) != shape:
             raise ValueError(expected(name, f"shape {shape}", f"shape {tuple(jnp.shape(arr))}", raw=True))
-        if arr is not None and not isinstance(arr, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(arr))):
-            raise ValueError(expected(name, "finite values", "NaN or inf", raw=True))
+        if arr is not None:
+            check_finite(arr, name)  # TypeError for non-real data, ValueError for NaN/inf
     return intervention
 
 

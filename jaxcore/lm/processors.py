@@ -22,6 +22,8 @@ from .._util.checks import check_int, check_scalar, expected
 
 __all__ = ["Chain", "LogitsProcessor", "Temperature", "TopK", "TopP", "chain", "check_processor"]
 
+MIN_TEMPERATURE = float(jnp.finfo(jnp.float32).tiny)  # the smallest temperature float32 holds as a normal number
+
 
 class LogitsProcessor(eqx.Module):
     """Base class of a logits processor (stateless unless :meth:`init` is overridden).
@@ -114,7 +116,8 @@ class Temperature(LogitsProcessor):
 
     def __init__(self, temperature):
         if not isinstance(temperature, jax.core.Tracer):
-            check_scalar(temperature, "temperature", positive=True)
+            # below float32's smallest normal number the temperature flushes to 0 (0 / 0 = NaN logits)
+            check_scalar(temperature, "temperature", low=MIN_TEMPERATURE)
         self.temperature = jnp.asarray(temperature, jnp.float32)
 
     def __call__(self, state, logits, context):

@@ -72,6 +72,8 @@ class Tokenizer:
         Raises:
             ValueError: the model is not ``gpt2`` (byte-level BPE) or tokens/merges are missing.
         """
+        if not isinstance(meta, dict):
+            raise TypeError(expected("meta", "a dict of GGUF metadata", type(meta).__name__, raw=True))
         model = meta.get("tokenizer.ggml.model")
         if model != "gpt2":
             raise ValueError(expected("tokenizer.ggml.model", "'gpt2' (byte-level BPE)", model))
@@ -112,10 +114,12 @@ class Tokenizer:
         """The text of token ids (a sequence or 1-d array of ints in ``[0, vocab_size)``).
 
         Raises:
-            ValueError: an id out of range or not 1-d.
+            TypeError: ids that are not integers. ValueError: an id out of range or not 1-d.
         """
         a = np.asarray(ids)
-        if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+        if a.size and a.dtype.kind not in "iu":
+            raise TypeError(expected("ids", "int token ids", f"dtype {a.dtype}", raw=True))
+        if a.ndim != 1:
             raise ValueError(expected("ids", "a 1-d sequence of int token ids", f"shape {a.shape}, dtype {a.dtype}",
                                       raw=True))
         if a.size and (a.min() < 0 or a.max() >= self.vocab_size):
@@ -133,9 +137,10 @@ class Tokenizer:
             pad_token_id: the filler id (default the tokenizer's pad id, else 0).
 
         Raises:
-            TypeError: ``texts`` is not a sequence of str. ValueError: an empty text or no texts.
+            TypeError: ``texts`` is not a sequence of str. ValueError: an empty text or no texts, a
+                ``pad_token_id`` outside ``[0, vocab_size)``.
         """
-        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        if isinstance(texts, str) or not isinstance(texts, Sequence) or not all(isinstance(t, str) for t in texts):
             raise TypeError(expected("texts", "a sequence of str", type(texts).__name__, raw=True))
         ids = [self.encode(t) for t in texts]
         if not ids or any(len(i) == 0 for i in ids):
@@ -145,6 +150,7 @@ class Tokenizer:
             ids = [i[-max_length:] for i in ids]
         length = max(len(i) for i in ids)
         pad = pad_token_id if pad_token_id is not None else (self.pad_token_id or 0)
+        pad = check_int(pad, "pad_token_id", minimum=0, maximum=self.vocab_size - 1)
         tokens = np.full((len(ids), length), pad, np.int32)
         mask = np.zeros((len(ids), length), bool)
         for row, i in enumerate(ids):

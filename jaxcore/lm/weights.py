@@ -226,7 +226,13 @@ def gguf_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
 
 
 def metadata_of(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-    """The ``"meta:<key>"`` entries of :func:`gguf_arrays` back as Python values."""
+    """The ``"meta:<key>"`` entries of :func:`gguf_arrays` back as Python values.
+
+    Raises:
+        TypeError: ``arrays`` is not a dict.
+    """
+    if not isinstance(arrays, dict):
+        raise TypeError(expected("arrays", "a dict of arrays (gguf_arrays)", type(arrays).__name__, raw=True))
     out = {}
     for name, a in arrays.items():
         if name.startswith("meta:"):
