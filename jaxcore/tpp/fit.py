@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jaxtyping import Array, Float
 
 from jaxcore._util import Progress, ProgressArg, check_int, check_progress, expected
+from jaxcore._util.checks import trusted_values
 
 from .events import EventBatch, check_batch
 
@@ -65,6 +68,11 @@ def fit_mle(model: Any, batch: EventBatch, *, num_steps: int = 100,
             ``progress`` is neither a bool nor a callable.
         ValueError: ``num_steps < 1``.
 
+    Warns:
+        RuntimeWarning: the optimisation diverged (a non-finite loss or parameter); the result is returned
+            with its history. The loop itself carries no run-time checks (its iterates are valid by
+            construction), so its compiled program can be stored by JAX's persistent compilation cache.
+
     References:
         Ozaki (1979) (Hawkes MLE); D. C. Liu, J. Nocedal, "On the limited memory BFGS method
         for large scale optimization", Math. Programming 45, 1989.
@@ -84,7 +92,14 @@ def fit_mle(model: Any, batch: EventBatch, *, num_steps: int = 100,
                                           "SelfCorrecting)", type(model).__name__, raw=True))
     optimizer = _default_optimizer() if optimizer is None else optimizer
     u, losses = _fit_run(model, model.to_unconstrained(), batch, optimizer, num_steps, progress, loglik_kwargs)
-    return FitResult(model.from_unconstrained(u), losses)
+    fitted = model.from_unconstrained(u)
+    bad = ~np.isfinite(np.asarray(losses))
+    if bad.any() or not all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree_util.tree_leaves(u)):
+        step = int(np.argmax(bad)) if bad.any() else num_steps - 1
+        warnings.warn(f"fit_mle: the optimisation diverged (non-finite loss or parameters from step {step}); "
+                      "the result holds them: use a smaller step size or another optimizer", RuntimeWarning,
+                      stacklevel=2)
+    return FitResult(fitted, losses)
 
 
 @functools.cache
@@ -102,7 +117,10 @@ def _fit_run(model, u0, batch, optimizer, num_steps, progress, loglik_kwargs):
 
     def loss_fn(u):
         m = model.from_unconstrained(u)
-        return -jnp.sum(m.log_likelihood(batch, **loglik_kwargs)) / n_events
+        # valid by construction (positive transforms of real numbers): no run-time checks in the loop, so
+        # the program holds no host callback and JAX's persistent cache can store it (checked after the run)
+        with trusted_values(m, batch):
+            return -jnp.sum(m.log_likelihood(batch, **loglik_kwargs)) / n_events
 
     def step(carry, i):
         u, state = carry

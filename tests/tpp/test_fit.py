@@ -29,3 +29,24 @@ def test_fit_errors():
         fit_mle(object(), b)
     with pytest.raises(ValueError, match="num_steps: expected an int >= 1"):
         fit_mle(Hawkes(0.2, 0.1, 1.0), b, num_steps=0)
+
+
+def test_fit_mle_program_has_no_host_callback_and_warns_on_divergence():
+    """The loop's iterates are valid by construction: no run-time checks inside, so JAX's persistent
+    compilation cache can store the program; a diverged fit warns and keeps its history."""
+    import warnings
+
+    import optax
+
+    from jaxcore.tpp import EventBatch, SharedDecayHawkes, fit_mle
+    from jaxcore.tpp.fit import _fit_run
+
+    b = EventBatch.from_sequences([[0.5, 1.0, 1.2, 3.0], [0.4, 2.5]], T=4.0)
+    m = SharedDecayHawkes(1.0, 0.5, 1.0)
+    opt = optax.sgd(1e6)
+    assert "callback" not in _fit_run.lower(m, m.to_unconstrained(), b, opt, 5, False, {}).as_text()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = fit_mle(m, b, num_steps=5, optimizer=opt)
+    assert res.losses.shape == (5,) and not np.all(np.isfinite(np.asarray(res.losses)))
+    assert any("fit_mle: the optimisation diverged" in str(w.message) for w in caught)
