@@ -25,7 +25,7 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import as_float_array, check_int, check_key, check_scalar, check_shape, error_if, expected
+from jaxcore._util import as_float_array, check_int, check_key, check_scalar, check_shape, error_if, expected, is_concrete
 
 from .losses import check_prompt
 from .scorers import check_scorer
@@ -52,7 +52,11 @@ def select_best(rewards: Float[Array, "... K"]) -> Int[Array, "..."]:
         [1, 0]
     """
     r = jnp.asarray(rewards)
-    r = error_if(r, jnp.isnan(r), "rewards", "scores that are not NaN")
+    if is_concrete(r):
+        if bool(jnp.any(jnp.isnan(r))):
+            raise ValueError(expected("rewards", "scores that are not NaN", np.asarray(r)))
+    else:
+        r = error_if(r, jnp.isnan(r), "rewards", "scores that are not NaN")
     return jnp.argmax(r, axis=-1).astype(jnp.int32)
 
 

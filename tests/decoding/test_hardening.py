@@ -1,0 +1,122 @@
+"""Bad input to jaxcore.decoding gets a clear error in the one dialect naming the argument."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcore import lm
+from jaxcore.decoding import (
+    CDQ,
+    CDFudge,
+    QHead,
+    ValueHead,
+    best_of_k,
+    best_of_k_law,
+    blockwise_generate,
+    brevity,
+    combine,
+    fit_cdq,
+    fit_fudge,
+    keyword_ids,
+    keyword_reward,
+    non_toxicity,
+    random_toy_lm,
+    rollouts,
+    select_best,
+    toy_rollouts,
+    toy_sample,
+    toy_tilted_kl,
+    toy_values,
+)
+
+TOY = random_toy_lm(jax.random.key(0))
+DATA = toy_rollouts(TOY, jnp.linspace(0, 1, 81))
+MODEL = lm.random_llama(jax.random.key(0), lm.LlamaConfig.tiny())
+
+
+def _raises(exc, name, fn):
+    with pytest.raises(exc, match=rf"^{name}: expected "):
+        fn()
+
+
+def test_heads_and_combine_refuse_bad_input():
+    _raises(ValueError, "dim", lambda: ValueHead(0))
+    _raises(TypeError, "dim", lambda: QHead(2.5, 3))
+    _raises(ValueError, "vocab_size", lambda: QHead(4, 0))
+    _raises(TypeError, "key", lambda: ValueHead(4, key=0))
+    _raises(TypeError, "scorers", lambda: combine([ValueHead(3), QHead(3, 2)], [1.0, 1.0]))
+    _raises(ValueError, "weights", lambda: combine([ValueHead(3), ValueHead(3)], [1.0]))
+    _raises(ValueError, "weights", lambda: combine([ValueHead(3), ValueHead(3)], [1.0, float("nan")]))
+    _raises(ValueError, "scorers", lambda: combine([ValueHead(3), ValueHead(4)], [1.0, 1.0]))
+    _raises(ValueError, "scorers", lambda: combine([], []))
+
+
+def test_processors_refuse_bad_input():
+    _raises(TypeError, "scorer", lambda: CDQ(ValueHead(3), 1.0))
+    _raises(TypeError, "scorer", lambda: CDFudge(QHead(3, 3), 1.0))
+    _raises(ValueError, "strength", lambda: CDQ(QHead(3, 3), -1.0))
+    _raises(ValueError, "strength", lambda: CDQ(QHead(3, 3), float("nan")))
+    _raises(ValueError, "num_candidates", lambda: CDFudge(ValueHead(3), 1.0, 0))
+
+
+def test_training_refuses_bad_input():
+    k = jax.random.key(1)
+    _raises(TypeError, "key", lambda: fit_fudge(0, ValueHead(TOY.num_nodes), DATA, num_steps=2))
+    _raises(TypeError, "head", lambda: fit_fudge(k, QHead(TOY.num_nodes, 3), DATA, num_steps=2))
+    _raises(TypeError, "head", lambda: fit_cdq(k, ValueHead(TOY.num_nodes), DATA, num_steps=2))
+    _raises(TypeError, "data", lambda: fit_cdq(k, QHead(TOY.num_nodes, 3), {"hidden": 1}, num_steps=2))
+    _raises(ValueError, "data.hidden", lambda: fit_fudge(k, ValueHead(7), DATA, num_steps=2))
+    _raises(ValueError, "num_steps", lambda: fit_fudge(k, ValueHead(TOY.num_nodes), DATA, num_steps=0))
+    _raises(ValueError, "learning_rate", lambda: fit_fudge(k, ValueHead(TOY.num_nodes), DATA, num_steps=2,
+                                                          learning_rate=-1.0))
+    _raises(TypeError, "progress", lambda: fit_fudge(k, ValueHead(TOY.num_nodes), DATA, num_steps=2, progress=3))
+    _raises(TypeError, "optimizer", lambda: fit_fudge(k, ValueHead(TOY.num_nodes), DATA, num_steps=2,
+                                                      optimizer="adam"))
+
+
+def test_toy_functions_refuse_bad_input():
+    _raises(ValueError, "vocab_size", lambda: random_toy_lm(jax.random.key(0), 1))
+    _raises(TypeError, "key", lambda: random_toy_lm(3))
+    _raises(ValueError, "reward", lambda: toy_values(TOY, jnp.ones(80)))
+    _raises(TypeError, "toy", lambda: toy_values("toy", jnp.ones(81)))
+    _raises(ValueError, "num_samples", lambda: toy_sample(jax.random.key(0), TOY, 0))
+    _raises(TypeError, "processor", lambda: toy_sample(jax.random.key(0), TOY, 2, processor=3))
+    _raises(ValueError, "strength", lambda: toy_tilted_kl(TOY, jnp.zeros((40, 3)), -1.0))
+    _raises(ValueError, "q", lambda: toy_tilted_kl(TOY, jnp.zeros((40, 2)), 1.0))
+
+
+def test_best_of_k_and_rewards_refuse_bad_input():
+    _raises(ValueError, "rewards", lambda: select_best(jnp.array([1.0, jnp.nan])))
+    _raises(ValueError, "num_candidates", lambda: best_of_k_law(jnp.zeros(2), jnp.zeros(2), 0))
+    _raises(ValueError, "reward", lambda: best_of_k_law(jnp.zeros(2), jnp.zeros(3), 2))
+    _raises(TypeError, "tokens", lambda: brevity(jnp.zeros((2, 3)), 0))
+    _raises(ValueError, "eos_token_id", lambda: brevity(jnp.zeros((2, 3), jnp.int32), -1))
+    _raises(TypeError, "tokens", lambda: keyword_reward(jnp.zeros(3, jnp.int32), jnp.array([1])))
+    _raises(TypeError, "words", lambda: keyword_ids(None, "word"))
+    _raises(TypeError, "texts", lambda: non_toxicity("text", lambda t: [0.0]))
+    _raises(ValueError, r"scorer\(texts\)", lambda: non_toxicity(["a"], lambda t: [1.5]))
+
+
+def test_lm_entry_points_refuse_bad_input():
+    prompt = jnp.array([[1, 2, 3]])
+    k = jax.random.key(0)
+    out = lm.generate(k, MODEL, prompt, max_new_tokens=2)
+    _raises(TypeError, "result", lambda: rollouts(MODEL, prompt, None, out.tokens, jnp.zeros(1)))
+    _raises(ValueError, "reward", lambda: rollouts(MODEL, prompt, None, out, jnp.zeros(2)))
+    _raises(ValueError, "reward", lambda: rollouts(MODEL, prompt, None, out, jnp.array([jnp.inf])))
+    _raises(ValueError, "top_k", lambda: rollouts(MODEL, prompt, None, out, jnp.zeros(1), top_k=0))
+    _raises(TypeError, "model", lambda: rollouts("m", prompt, None, out, jnp.zeros(1)))
+    _raises(TypeError, "prompt_tokens", lambda: rollouts(MODEL, jnp.ones((1, 3)), None, out, jnp.zeros(1)))
+    bw = dict(scorer=ValueHead(32), num_candidates=2, block_size=2, max_new_tokens=4)
+    _raises(ValueError, "block_size", lambda: blockwise_generate(k, MODEL, prompt, **{**bw, "block_size": 3}))
+    _raises(ValueError, "num_candidates", lambda: blockwise_generate(k, MODEL, prompt, **{**bw, "num_candidates": 0}))
+    _raises(TypeError, "scorer", lambda: blockwise_generate(k, MODEL, prompt, **{**bw, "scorer": QHead(32, 64)}))
+    _raises(ValueError, "scorer", lambda: blockwise_generate(k, MODEL, prompt, **{**bw, "scorer": ValueHead(8)}))
+    _raises(ValueError, "prompt_mask", lambda: blockwise_generate(k, MODEL, prompt, np.array([[1, 1, 0]], bool), **bw))
+    _raises(TypeError, "key", lambda: blockwise_generate(1, MODEL, prompt, **bw))
+    _raises(TypeError, "reward_fn", lambda: best_of_k(k, MODEL, prompt, reward_fn=3, num_candidates=2,
+                                                      max_new_tokens=2))
+    _raises(ValueError, r"reward_fn\(tokens, mask\)",
+            lambda: best_of_k(k, MODEL, prompt, reward_fn=lambda t, m: jnp.zeros(3), num_candidates=2,
+                              max_new_tokens=2))
