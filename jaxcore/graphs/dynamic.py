@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import jax
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_key, expected
+from jaxcore._util import check_int, check_key, check_scalar, expected
 
 from .contracted import ContractedGraph, contract, query_contracted, update_contracted
 from .graph import DynamicGraph, add_edges
@@ -95,6 +95,9 @@ def init_clustering(key: Any, graph: DynamicGraph, num_clusters: int, *, samplin
         (True, 2)
     """
     key = check_key(key)
+    # the contraction's and k-means' arguments checked before the sparsifier and eigensolver run
+    check_scalar(degree_trigger, "degree_trigger", low=0.0, high=1.0, low_open=True)
+    check_int(num_init, "num_init", minimum=1)
     k1, k2 = jax.random.split(key)
     h = sparsify(k1, graph, sampling_constant=sampling_constant, resample_factor=resample_factor,
                  rebuild_fraction=rebuild_fraction)

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxcore._util import check_int, check_key, check_scalar, expected, is_concrete
+from jaxcore._util import as_float_array, check_finite, check_int, check_key, check_scalar, expected, is_concrete
 
 from .graph import DynamicGraph
 from .kmeans import cluster_bucket
@@ -93,7 +93,10 @@ def _weights_or_graph(graph: DynamicGraph, edge_weight: Any) -> Array:
         raise TypeError(expected("graph", "a DynamicGraph", type(graph).__name__, raw=True))
     if edge_weight is None:
         return graph.weight
-    w = jnp.asarray(edge_weight)
+    try:
+        w = jnp.asarray(edge_weight)
+    except TypeError as exc:
+        raise TypeError(expected("edge_weight", "a float array", type(edge_weight).__name__, raw=True)) from exc
     if w.shape != graph.weight.shape:
         raise ValueError(expected("edge_weight", f"one weight per edge slot, shape {graph.weight.shape}",
                                   f"shape {w.shape}", raw=True))
@@ -126,7 +129,8 @@ def laplacian_matvec(graph: DynamicGraph, x: Float[Array, "V b"], edge_weight: A
         ``L_sym x``, shaped like ``x``.
 
     Raises:
-        TypeError, ValueError: a non-graph, ``x`` not shaped ``[vertex_capacity, ...]``, bad weights.
+        TypeError, ValueError: a non-graph, ``x`` not real or not shaped ``[vertex_capacity, ...]``,
+            NaN/inf in ``x``, bad weights.
 
     Examples:
         >>> import jax.numpy as jnp
@@ -136,7 +140,8 @@ def laplacian_matvec(graph: DynamicGraph, x: Float[Array, "V b"], edge_weight: A
         [1.0, -1.0]
     """
     w = _weights_or_graph(graph, edge_weight)
-    x = jnp.asarray(x)
+    x = as_float_array(x, "x")
+    check_finite(x, "x")
     if x.ndim not in (1, 2) or x.shape[0] != graph.vertex_capacity:
         raise ValueError(expected("x", f"an array [{graph.vertex_capacity}, b]", f"shape {x.shape}", raw=True))
     vec = x.ndim == 1
@@ -213,7 +218,8 @@ def smallest_eigenpairs(key: Any, graph: DynamicGraph, k: int, *, edge_weight: A
     Args:
         key: a ``jax.random.key`` for the random start block.
         graph: the graph (padding and isolated vertices are excluded: eigenvector entries 0).
-        k: number of eigenpairs (int, ``1 <= k < block_size``).
+        k: number of eigenpairs (int, ``1 <= k < block_size``, at most the number of vertices with an
+            edge of positive weight).
         edge_weight: ``[edge_capacity]`` weights instead of ``graph.weight`` (a sparsifier's).
         block_size: subspace size (default ``K + max(4, K // 2)``, K = k rounded up to a power of two >= 8,
             so that every k of one bucket shares one compiled program).
@@ -226,7 +232,7 @@ def smallest_eigenpairs(key: Any, graph: DynamicGraph, k: int, *, edge_weight: A
 
     Raises:
         TypeError: a key that is not a PRNG key, a non-graph, non-int sizes.
-        ValueError: ``k`` out of range, ``tol`` not positive, bad weights.
+        ValueError: ``k`` out of range, ``tol`` not positive, bad weights, a graph without edges.
 
     References:
         Y. Zhou, Y. Saad, SIAM J. Matrix Anal. Appl. 2007 (Chebyshev-filtered subspace iteration).
@@ -250,7 +256,15 @@ def _solver_args(graph: Any, k: Any, k_name: str, edge_weight: Any, block_size: 
                  max_iterations: Any) -> tuple:
     """Checked eigensolver arguments: (weights, k, k bucket, block size, degree, tol array, max_iterations)."""
     w = _weights_or_graph(graph, edge_weight)
-    k = check_int(k, k_name, minimum=1, maximum=graph.vertex_capacity - 1)
+    top = graph.vertex_capacity - 1
+    if is_concrete(graph, w):  # k eigenpairs need k vertices of positive degree (the rest is padding)
+        m = int(graph.num_edges)
+        on = np.asarray(w)[:m] > 0
+        active = np.unique(np.concatenate([np.asarray(graph.src)[:m][on], np.asarray(graph.dst)[:m][on]])).size
+        if active == 0:
+            raise ValueError(expected("graph", "at least one edge of positive weight", "none", raw=True))
+        top = min(top, active)
+    k = check_int(k, k_name, minimum=1, maximum=top)
     kmax = cluster_bucket(k)
     b = kmax + max(4, kmax // 2) if block_size is None else check_int(block_size, "block_size", minimum=k + 1)
     b = min(b, graph.vertex_capacity)

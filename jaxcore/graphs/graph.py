@@ -129,7 +129,10 @@ def empty_graph(vertex_capacity: int = _MIN_CAPACITY, edge_capacity: int = _MIN_
     v = capacity_bucket(check_int(vertex_capacity, "vertex_capacity", minimum=1))
     e = capacity_bucket(check_int(edge_capacity, "edge_capacity", minimum=1))
     w = capacity_bucket(check_int(width, "width", minimum=1), minimum=_MIN_WIDTH)
-    dtype = default_float() if dtype is None else jnp.dtype(dtype)
+    try:
+        dtype = default_float() if dtype is None else jnp.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(expected("dtype", "a floating dtype", repr(dtype), raw=True)) from exc
     if not jnp.issubdtype(dtype, jnp.floating):
         raise TypeError(expected("dtype", "a floating dtype", str(dtype), raw=True))
     zi = jnp.zeros((), jnp.int32)
@@ -256,7 +259,8 @@ def add_edges(graph: DynamicGraph, src: Any, dst: Any, weight: Any = None) -> Dy
 
     Raises:
         TypeError: non-integer ids, non-real weights, a graph that is not a :class:`DynamicGraph`.
-        ValueError: shapes that differ, negative ids, self-loops, weights <= 0 or not finite.
+        ValueError: shapes that differ, negative ids, self-loops, weights <= 0 or not finite (in the
+            graph's dtype).
 
     References:
         S. Laenen, H. Sun. ICML 2024, Section 2 (edge and vertex insertions).
@@ -282,6 +286,13 @@ def add_edges(graph: DynamicGraph, src: Any, dst: Any, weight: Any = None) -> Dy
     pad = bb - b
     bs = jnp.asarray(np.pad(s, (0, pad)).astype(np.int32))
     bd = jnp.asarray(np.pad(d, (0, pad)).astype(np.int32))
+    if w is not None:  # finite and > 0 in float64 is not enough: 1e39 is inf in float32, 1e-50 is 0
+        wc = w.astype(graph.weight.dtype)
+        bad = ~(np.isfinite(wc) & (wc > 0))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(expected("weight", f"weights > 0 that are finite in the graph's {graph.weight.dtype}",
+                                      f"{float(w[i])!r} at index {i}", raw=True))
     bw = jnp.asarray(np.pad(np.ones(b) if w is None else w, (0, pad)), graph.weight.dtype)
     nv = jnp.asarray(b, jnp.int32)
     out = _insert(graph, bs, bd, bw, nv)

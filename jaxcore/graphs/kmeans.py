@@ -29,6 +29,22 @@ from jaxcore._util import as_float_array, check_finite, check_int, check_key, ch
 __all__ = ["KMeansResult", "kmeans"]
 
 
+def check_squared_distances(x: Any, name: str) -> None:
+    """ValueError unless the squared distances of a concrete ``x`` ``[N, d]`` fit in its float dtype.
+
+    ``||x_i - c||^2 <= 4 max_i ||x_i||^2`` for any centre ``c`` in the points' hull; beyond the dtype's
+    largest number it overflows to inf and the distances (then the labels) become NaN.
+    """
+    if not is_concrete(x):
+        return
+    a = np.asarray(x, np.float64)
+    limit = float(jnp.finfo(x.dtype).max) / 4.0
+    top = float(np.max(np.sum(a * a, axis=1))) if a.size else 0.0
+    if not top <= limit:
+        raise ValueError(expected(name, f"points whose squared norms fit in {x.dtype} (at most {limit:.3g})",
+                                  f"max squared norm {top:.3g}", raw=True))
+
+
 def cluster_bucket(k: int) -> int:
     """The static number of cluster slots for k clusters (a power of two >= 8): one compilation per bucket."""
     return 1 << max(3, int(np.ceil(np.log2(max(k, 1)))))
@@ -159,7 +175,8 @@ def kmeans(key: Any, x: Float[Array, "N d"], num_clusters: int, *, weights: Any 
 
     Raises:
         TypeError: a key that is not a PRNG key (without ``init``), non-numeric input.
-        ValueError: bad shapes, NaN/inf, negative weights, ``num_clusters`` out of range.
+        ValueError: bad shapes, NaN/inf, points whose squared norms overflow ``x``'s dtype, negative
+            weights, ``num_clusters`` out of range.
 
     References:
         S. Lloyd, IEEE Trans. Inf. Theory 1982; D. Arthur, S. Vassilvitskii, SODA 2007.
@@ -175,6 +192,7 @@ def kmeans(key: Any, x: Float[Array, "N d"], num_clusters: int, *, weights: Any 
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise ValueError(expected("x", "a non-empty 2-D array [N, d]", f"shape {tuple(x.shape)}", raw=True))
     check_finite(x, "x")
+    check_squared_distances(x, "x")
     if weights is None:
         w = jnp.ones(x.shape[0], x.dtype)
     else:

@@ -74,7 +74,7 @@ def spectral_clustering(key: Any, graph: DynamicGraph, num_clusters: int, *, edg
     Args:
         key: a ``jax.random.key`` (eigensolver start block and k-means++ restarts).
         graph: the graph.
-        num_clusters: k (int >= 1).
+        num_clusters: k (int >= 1, at most the number of vertices with an edge of positive weight).
         edge_weight: ``[edge_capacity]`` weights instead of ``graph.weight`` (a sparsifier's).
         num_init: k-means restarts (vmapped).
         block_size, degree, tol, max_iterations: the eigensolver's (:func:`smallest_eigenpairs`).

@@ -240,7 +240,8 @@ def knn_edges(x: Any, num_neighbors: int, *, chunk_size: int = 1024) -> tuple[np
         ``(src, dst)`` int32 ``[m]`` with ``src < dst``, sorted.
 
     Raises:
-        TypeError, ValueError: non-numeric or non-2-D ``x``, NaN/inf, ``num_neighbors`` out of range.
+        TypeError, ValueError: non-numeric or non-2-D ``x``, NaN/inf, points whose squared norms
+            overflow ``x``'s dtype, ``num_neighbors`` out of range.
 
     Examples:
         >>> import numpy as np
@@ -250,10 +251,13 @@ def knn_edges(x: Any, num_neighbors: int, *, chunk_size: int = 1024) -> tuple[np
     """
     from jaxcore._util import as_float_array, check_finite
 
+    from .kmeans import check_squared_distances
+
     xa = as_float_array(x, "x")
     if xa.ndim != 2 or xa.shape[0] < 2:
         raise ValueError(expected("x", "a 2-D array [n, d] with n >= 2", f"shape {tuple(xa.shape)}", raw=True))
     check_finite(xa, "x")
+    check_squared_distances(xa, "x")
     n = int(xa.shape[0])
     k = check_int(num_neighbors, "num_neighbors", minimum=1, maximum=n - 1)
     chunk = check_int(chunk_size, "chunk_size", minimum=1)
