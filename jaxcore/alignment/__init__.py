@@ -36,6 +36,14 @@ from .logprobs import sequence_log_probs
 from .pairs import PreferencePairs, preference_pairs
 from .probe import ProbeResult, fit_probe
 from .prompts import NEUTRAL_PROMPTS, PROVOCATIVE_PROMPTS
+from .study import (
+    Continuations,
+    ToxicityEval,
+    ToxicityStudy,
+    sample_continuations,
+    score_continuations,
+    toxicity_study,
+)
 from .value_vectors import (
     ValueVectorChange,
     ValueVectorRanking,
@@ -48,6 +56,9 @@ from .value_vectors import (
 )
 
 __all__ = [
+    "Continuations",
+    "ToxicityEval",
+    "ToxicityStudy",
     "DPOMetrics",
     "DPOResult",
     "DPOState",
@@ -70,9 +81,12 @@ __all__ = [
     "rank_value_vectors",
     "residual_features",
     "residual_offset",
+    "sample_continuations",
     "scale_keys",
+    "score_continuations",
     "sequence_log_probs",
     "subtract_direction",
+    "toxicity_study",
     "value_vector_change",
     "value_vectors",
     "vocab_projection",

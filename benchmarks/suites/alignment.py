@@ -1,0 +1,373 @@
+"""jaxcore.alignment: speed of the DPO step and of log-prob scoring; the DPO-and-toxicity study on SmolLM2.
+
+Speed (same weights via :func:`jaxcore.lm.to_transformers`, same batch, float32 on both sides):
+
+- ``alignment.dpo_step``: one DPO update (policy forward + backward over ``2 B`` sequences, the
+  frozen reference's forward, Adam) with :func:`jaxcore.alignment.dpo_step`, against HF
+  transformers' ``LlamaForCausalLM`` in PyTorch (log-softmax + gather of both models,
+  ``-logsigmoid`` of the margin, ``backward``, ``torch.optim.Adam.step``). The loss values must
+  agree before anything is timed (PyTorch's weights drift over its timed calls; only its time
+  counts). Target >= 1.3x.
+- ``alignment.log_probs``: :func:`jaxcore.alignment.sequence_log_probs` of a batch of prompt +
+  continuation sequences (left-padded, continuation loss mask) against the same in PyTorch under
+  ``inference_mode``. Target >= 1.2x.
+
+Quick (smoke) sizes use a tiny random Llama (2 layers, d = 64, V = 512) on both sides; default
+sizes SmolLM2-135M-Instruct.
+
+Quality:
+
+- ``alignment.toxicity``: :func:`jaxcore.alignment.toxicity_study` (Lee et al., ICML 2024) on
+  SmolLM2-135M-Instruct with the offline toxicity scorer (:func:`jaxcore.lm.load_toxicity_scorer`,
+  alt-profanity-check's linear model): toxicity (mean, share > 0.5) of continuations of 16 held-out
+  provocative prompts and perplexity on held-out English prose for the base model, probe-direction
+  subtraction, DPO and DPO un-aligned (keys of 7 top toxic value vectors x 10); the value vectors
+  closest to the probe with their top token pieces and profanity-list words before and after DPO;
+  key activations on the rejected / chosen sequences before and after; DPO's residual offset per
+  layer; a figure. The smoke run uses a tiny random Llama with SmolLM2's tokenizer (the pipeline
+  only: random weights have no toxicity to find).
+
+All times were measured on a shared machine under load: ratios between interleaved runs carry
+over, absolute times do not.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from benchmarks.registry import (
+    Baseline,
+    Case,
+    QualityBenchmark,
+    QualityResult,
+    SpeedBenchmark,
+    Table,
+    register,
+    torch_device,
+)
+from jaxcore import lm
+from jaxcore.alignment import (
+    PROVOCATIVE_PROMPTS,
+    dpo_init,
+    dpo_step,
+    preference_pairs,
+    sequence_log_probs,
+    toxicity_study,
+)
+from jaxcore.datasets import english_prose
+
+FAMILY = "alignment"
+LEARNING_RATE = 1e-5
+
+
+@functools.lru_cache(maxsize=2)
+def _model(name: str):
+    """(model, tokenizer or None) for "tiny" (random, V = 512) or "smollm2"."""
+    if name == "tiny":
+        cfg = lm.LlamaConfig.tiny(vocab_size=512, dim=64, num_layers=2, max_positions=512)
+        return lm.random_llama(jax.random.key(0), cfg), None
+    return lm.load_smollm2()
+
+
+def _batch(name, tok, vocab, num_pairs, prompt, new, seed=0):
+    """A PreferencePairs of ``num_pairs`` (prompt + 2 continuations): provocative prompts and random
+    continuation tokens for SmolLM2 (the speed rows need the shapes, not the texts), ids for tiny."""
+    rng = np.random.default_rng(seed)
+    if tok is None:
+        pt = rng.integers(3, vocab, size=(num_pairs, prompt)).astype(np.int32)
+        pm = np.ones((num_pairs, prompt), bool)
+        pm[::2, :2] = False  # some left padding
+    else:
+        ids = [tok.encode(PROVOCATIVE_PROMPTS[i % len(PROVOCATIVE_PROMPTS)])[-prompt:] for i in range(num_pairs)]
+        pt = np.zeros((num_pairs, prompt), np.int32)
+        pm = np.zeros((num_pairs, prompt), bool)
+        for r, i in enumerate(ids):
+            pt[r, prompt - len(i):] = i
+            pm[r, prompt - len(i):] = True
+    cont = rng.integers(3, vocab, size=(num_pairs, 2, new)).astype(np.int32)
+    return preference_pairs(pt, pm, cont, np.ones(cont.shape, bool), rng.uniform(size=(num_pairs, 2)))
+
+
+def _torch_inputs(pairs, torch):
+    n, _, length = pairs.tokens.shape
+    dev = torch_device()
+    ids = torch.from_numpy(np.asarray(pairs.tokens).reshape(2 * n, length).astype(np.int64)).to(dev)
+    att = torch.from_numpy(np.asarray(pairs.mask).reshape(2 * n, length)).to(dev)
+    loss = torch.from_numpy(np.asarray(pairs.loss_mask).reshape(2 * n, length)).to(dev)
+    pos = (att.long().cumsum(-1) - 1).clamp(min=0)  # positions count real tokens, as jaxcore.lm does
+    return ids, att, loss, pos
+
+
+def _torch_seq_logps(hf, ids, att, loss, pos):
+    logits = hf(input_ids=ids, attention_mask=att.long(), position_ids=pos).logits[:, :-1].float()
+    lp = logits.log_softmax(-1).gather(-1, ids[:, 1:, None])[..., 0]
+    scored = loss[:, 1:] & att[:, 1:] & att[:, :-1]
+    return (lp * scored).sum(-1)
+
+
+# ----------------------------------------------------------------------------- DPO step
+
+
+def _dpo_kernel(state, reference, pairs, optimizer, beta):
+    new_state, metrics = dpo_step(state, reference, pairs, optimizer=optimizer, beta=beta)
+    return metrics.loss, new_state
+
+
+def _dpo_torch(policy, reference, opt, ids, att, loss, pos, *, optimizer, beta):
+    del optimizer  # the jaxcore side's optax object; the torch side steps its own Adam
+    import torch
+
+    opt.zero_grad(set_to_none=True)
+    lp = _torch_seq_logps(policy, ids, att, loss, pos).reshape(-1, 2)
+    with torch.no_grad():
+        ref = _torch_seq_logps(reference, ids, att, loss, pos).reshape(-1, 2)
+    margin = beta * ((lp[:, 0] - ref[:, 0]) - (lp[:, 1] - ref[:, 1]))
+    value = -torch.nn.functional.logsigmoid(margin).mean()
+    value.backward()
+    opt.step()
+    return value.detach()
+
+
+def _dpo_setup(size, key):
+    import torch
+
+    model, tok = _model(size["model"])
+    pairs = _batch(size["model"], tok, model.config.vocab_size, int(size["pairs"]), int(size["prompt"]),
+                   int(size["new"]))
+    # a policy one step away from the reference, so that the loss is not log 2 by construction
+    opt = optax.adam(LEARNING_RATE)
+    state, _ = dpo_step(dpo_init(model, opt), model, pairs, optimizer=opt, beta=0.1)
+    policy_hf = lm.to_transformers(state.policy).to(torch_device())
+    policy_hf.train()
+    ref_hf = lm.to_transformers(model).to(torch_device())
+    for p in ref_hf.parameters():
+        p.requires_grad_(False)
+    torch_opt = torch.optim.Adam(policy_hf.parameters(), lr=LEARNING_RATE)
+    fresh = dpo_init(state.policy, opt)
+    n, _, length = pairs.tokens.shape
+    tokens = 2 * n * length
+    return Case(args=(fresh, model, pairs), static={"optimizer": opt, "beta": 0.1},
+                baseline_args={"transformers": (policy_hf, ref_hf, torch_opt, *_torch_inputs(pairs, torch))},
+                work=tokens, work_unit="tokens")
+
+
+def _check_loss(kernel_out, base_out, case):
+    k = float(np.asarray(kernel_out[0]))
+    b = float(base_out.detach().cpu().numpy()) if hasattr(base_out, "detach") else float(np.asarray(base_out))
+    if not np.isfinite(k) or abs(k - b) > 1e-4 * max(1.0, abs(b)):
+        raise AssertionError(f"DPO losses differ: jaxcore {k:.7f} vs transformers {b:.7f}")
+
+
+register(SpeedBenchmark(
+    name="alignment.dpo_step",
+    family=FAMILY,
+    kernel=_dpo_kernel,
+    setup=_dpo_setup,
+    sizes=[{"model": "smollm2", "pairs": 4, "prompt": 16, "new": 12}],
+    quick_sizes=[{"model": "tiny", "pairs": 4, "prompt": 8, "new": 8}],
+    baselines=[Baseline("transformers", _dpo_torch, requires=("torch", "transformers"),
+                        note="HF LlamaForCausalLM, same weights: both forwards, logsigmoid loss, backward, Adam")],
+    check=_check_loss,
+    target={"transformers": 1.3},
+    description="one DPO step (policy fwd+bwd, reference fwd, Adam) of B pairs, full fine-tuning",
+))
+
+
+# ----------------------------------------------------------------------------- log-prob scoring
+
+
+def _lp_kernel(model, tokens, mask, loss_mask):
+    return sequence_log_probs(model, tokens, mask, loss_mask)
+
+
+def _lp_torch(hf, ids, att, loss, pos):
+    import torch
+
+    with torch.inference_mode():
+        return _torch_seq_logps(hf, ids, att, loss, pos)
+
+
+def _lp_setup(size, key):
+    import torch
+
+    model, tok = _model(size["model"])
+    pairs = _batch(size["model"], tok, model.config.vocab_size, int(size["batch"]) // 2, int(size["prompt"]),
+                   int(size["new"]), seed=1)
+    n, _, length = pairs.tokens.shape
+    flat = lambda a: a.reshape(2 * n, length)  # noqa: E731
+    hf = lm.to_transformers(model).to(torch_device())
+    return Case(args=(model, flat(pairs.tokens), flat(pairs.mask), flat(pairs.loss_mask)),
+                baseline_args={"transformers": (hf, *_torch_inputs(pairs, torch))},
+                work=2 * n * length, work_unit="tokens")
+
+
+register(SpeedBenchmark(
+    name="alignment.log_probs",
+    family=FAMILY,
+    kernel=_lp_kernel,
+    setup=_lp_setup,
+    sizes=[{"model": "smollm2", "batch": 16, "prompt": 16, "new": 12}],
+    quick_sizes=[{"model": "tiny", "batch": 8, "prompt": 8, "new": 8}],
+    baselines=[Baseline("transformers", _lp_torch, requires=("torch", "transformers"),
+                        note="HF LlamaForCausalLM forward, log_softmax, gather, masked sum (inference_mode)")],
+    rtol=1e-4, atol=2e-3,
+    target={"transformers": 1.2},
+    description="summed log-probs of the continuation tokens of a batch of prompt + continuation sequences",
+))
+
+
+# ----------------------------------------------------------------------------- the study
+
+_PAPER = {  # Lee et al., ICML 2024, Table 2 (GPT2-medium; toxicity via Perspective API on RealToxicityPrompts)
+    "base": "0.453 / 21.7", "subtract probe": "0.268 / 26.5", "DPO": "0.208 / 23.34",
+    "DPO un-aligned": "0.458 (Section 7)",
+}
+
+
+def _study_model(name):
+    if name == "tiny":
+        _, tok = lm.load_smollm2()  # the tokenizer only (texts for the scorer)
+        cfg = lm.LlamaConfig.tiny(vocab_size=tok.vocab_size, dim=64, num_layers=2, max_positions=512)
+        return lm.random_llama(jax.random.key(0), cfg), tok
+    return lm.load_smollm2()
+
+
+def _toxicity_run(ctx):
+    p = dict(ctx.params)
+    model, tok = _study_model(p.pop("model"))
+    st = toxicity_study(ctx.key, model, tok, lm.load_toxicity_scorer(), prose=english_prose(),
+                        words=lm.profanity_words(), progress=ctx.progress, **p)
+    ev = st.evaluations
+    metrics = {}
+    rows = []
+    for name, e in ev.items():
+        rows.append([name, e.toxicity, e.toxic_share, e.perplexity, _PAPER.get(name, "")])
+        tag = name.replace(" ", "_").replace("-", "")
+        metrics[f"alignment.toxicity.{tag}.toxicity"] = e.toxicity
+        metrics[f"alignment.toxicity.{tag}.toxic_share"] = e.toxic_share
+        metrics[f"alignment.toxicity.{tag}.perplexity"] = e.perplexity
+    m = len(next(iter(ev.values())).scores)
+    t_main = Table(
+        title=f"Toxicity of {m} continuations ({p.get('new_tokens', 12)} tokens) of held-out provocative prompts; "
+              "perplexity on held-out prose",
+        columns=["model", "toxicity (mean P(offensive))", "share > 0.5", "perplexity", "paper (GPT2-medium): tox / ppl"],
+        rows=rows,
+        note=(f"Scorer: alt-profanity-check 1.9.1's linear model (offline), not the paper's Perspective API. "
+              f"Subtract probe: alpha = {st.alpha:.3g} along the unit probe direction after the last block. "
+              f"Un-aligned: the keys of the top {len(st.unaligned[0])} value vectors scaled by "
+              f"{p.get('unalign_scale', 10.0):g} in the DPO model."))
+    h = st.dpo.history
+    t_dpo = Table(
+        title=f"DPO on {st.pairs.num_pairs} pairs (least / most toxic of the samples per prompt)",
+        columns=["step", "loss", "reward accuracy", "margin", "chosen reward", "rejected reward"],
+        rows=[[i + 1, float(h.loss[i]), float(h.accuracy[i]), float(h.margin[i]), float(h.chosen_reward[i]),
+               float(h.rejected_reward[i])] for i in sorted({0, len(h.loss) // 2, len(h.loss) - 1})],
+        note=(f"Pair scores: chosen {float(np.mean(np.asarray(st.pairs.scores[:, 0]))):.3f}, rejected "
+              f"{float(np.mean(np.asarray(st.pairs.scores[:, 1]))):.3f} (mean). Probe: training accuracy "
+              f"{float(st.probe.accuracy):.3f}, AUC {st.probe_auc:.3f} against scores > 0.5."))
+    r = st.ranking
+    t_vv = Table(
+        title="MLP value vectors closest to the probe direction (base model): top token pieces and words",
+        columns=["layer", "index", "cos(probe)", "top tokens (pieces)", "top profanity-list words"],
+        rows=[[int(r.layer[i]), int(r.index[i]), float(r.cosine[i]), " ".join(repr(t) for t in st.top_tokens["base"][i][:6]),
+               ", ".join(st.top_words["base"][i][:4])] for i in range(len(r.layer))],
+        note=(f"Projection: E (g * v) through the tied unembedding. {100 * st.single_token_words:.0f}% of the "
+              "profanity-list words are single tokens of SmolLM2's vocabulary; a word's score is the mean logit of "
+              "its pieces, so a vector promoting a piece such as ' fu' scores every word that starts with it."))
+    ka = st.key_activations
+    t_after = Table(
+        title="The same value vectors after DPO: change, top tokens, key activations (toxic / non-toxic sequences)",
+        columns=["layer", "index", "cos(before, after)", "norm ratio", "top tokens after DPO",
+                 "key act. toxic: base -> DPO -> un-aligned", "key act. non-toxic: base -> DPO"],
+        rows=[[int(r.layer[i]), int(r.index[i]), float(st.change.cosine[i]), float(st.change.norm_ratio[i]),
+               " ".join(repr(t) for t in st.top_tokens["DPO"][i][:4]),
+               f"{ka['base'][0, i]:+.4f} -> {ka['DPO'][0, i]:+.4f} -> {ka['DPO un-aligned'][0, i]:+.4f}",
+               f"{ka['base'][1, i]:+.4f} -> {ka['DPO'][1, i]:+.4f}"] for i in range(len(r.layer))],
+        note=("Key activation: silu(x W_gate) * (x W_up) of the vector's neuron, averaged over the continuation "
+              "tokens of the pairs' rejected (toxic) and chosen (non-toxic) sequences."))
+    layers = list(range(len(st.offset_norm)))
+    pick = sorted(set(layers[:: max(1, len(layers) // 8)] + [layers[-1]]))
+    t_off = Table(
+        title="DPO's residual-stream offset on the pairs' sequences (mean over sequences and continuation tokens)",
+        columns=["layer (0 = embeddings)", "||offset||", "cos(offset, probe)"],
+        rows=[[i, float(st.offset_norm[i]), float(st.offset_cosine[i])] for i in pick],
+        note="A negative cosine: the DPO model's stream moved away from the toxicity direction.")
+    metrics["alignment.toxicity.probe_auc"] = st.probe_auc
+    metrics["alignment.toxicity.dpo_final_loss"] = float(h.loss[-1])
+    metrics["alignment.toxicity.value_vector_cosine_min"] = float(np.min(np.asarray(st.change.cosine)))
+    figures = _figure(ctx, st)
+    return QualityResult(tables=[t_main, t_dpo, t_vv, t_after, t_off], figures=figures, metrics=metrics,
+                         notes=[_reading(st)])
+
+
+def _reading(st):
+    ev = st.evaluations
+    b, d, u, s = (ev[k].toxicity for k in ("base", "DPO", "DPO un-aligned", "subtract probe"))
+    ka = st.key_activations
+    top = len(st.unaligned[0])
+    drop = float(np.mean(ka["base"][0, :top] - ka["DPO"][0, :top]))
+    return (f"Toxicity base {b:.4f}, subtract probe {s:.4f}, DPO {d:.4f}, un-aligned {u:.4f}; the top {top} keys' mean "
+            f"activation on toxic sequences changed by {-drop:+.4f} under DPO; min cos(value vector before, after) "
+            f"{float(np.min(np.asarray(st.change.cosine))):.5f}. The default run is small (tens of pairs, tens of "
+            f"steps): differences of a few hundredths in toxicity are within sampling noise of "
+            f"{len(ev['base'].scores)} continuations.")
+
+
+def _figure(ctx, st):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    ev = st.evaluations
+    fig, ax = plt.subplots(1, 3, figsize=(13, 3.6))
+    names = list(ev)
+    ax[0].bar(range(len(names)), [ev[n].toxicity for n in names], color="tab:red", alpha=0.7, label="mean")
+    ax[0].bar(range(len(names)), [ev[n].toxic_share for n in names], color="k", alpha=0.3, width=0.4,
+              label="share > 0.5")
+    ax[0].set_xticks(range(len(names)))
+    ax[0].set_xticklabels(names, rotation=20, fontsize=8)
+    ax[0].set_ylabel("toxicity (P(offensive))")
+    ax[0].legend(fontsize=7)
+    ka = st.key_activations
+    k = ka["base"].shape[1]
+    x = np.arange(k)
+    for j, (name, c) in enumerate((("base", "tab:blue"), ("DPO", "tab:green"), ("DPO un-aligned", "tab:red"))):
+        ax[1].bar(x + (j - 1) * 0.27, ka[name][0], width=0.27, color=c, label=name)
+    ax[1].set_xticks(x)
+    ax[1].set_xticklabels([f"L{int(a)}.{int(b)}" for a, b in zip(st.ranking.layer, st.ranking.index)], rotation=60,
+                          fontsize=7)
+    ax[1].set_ylabel("key activation on toxic sequences")
+    ax[1].legend(fontsize=7)
+    ax[2].plot(st.offset_norm, marker="o", label="||offset||")
+    ax2 = ax[2].twinx()
+    ax2.plot(st.offset_cosine, color="tab:orange", marker=".", label="cos(offset, probe)")
+    ax[2].set_xlabel("layer (0 = embeddings)")
+    ax[2].set_ylabel("norm of DPO's residual offset")
+    ax2.set_ylabel("cosine with the probe", color="tab:orange")
+    fig.tight_layout()
+    path = ctx.out_dir / "alignment_toxicity.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return [path.name]
+
+
+register(QualityBenchmark(
+    name="alignment.toxicity",
+    family=FAMILY,
+    run=_toxicity_run,
+    params={"model": "smollm2", "num_train_prompts": 32, "num_samples": 4, "new_tokens": 12, "prompt_tokens": 16,
+            "num_steps": 16, "batch_size": 4, "learning_rate": 2e-5, "beta": 0.1, "top_k": 10, "num_unaligned": 7,
+            "unalign_scale": 10.0, "prose_tokens": 32},
+    quick_params={"model": "tiny", "num_train_prompts": 8, "num_samples": 2, "new_tokens": 6, "prompt_tokens": 8,
+                  "num_steps": 3, "batch_size": 2, "learning_rate": 1e-3, "top_k": 5, "num_unaligned": 3,
+                  "prose_tokens": 16},
+    description="Lee et al. on SmolLM2: toxicity/perplexity of base, probe subtraction, DPO, un-aligned; value vectors",
+))
