@@ -6,9 +6,11 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
-from jaxcore._util import check_bool, check_choice, check_int, check_key, check_scalar, expected
+from jaxcore._util import check_bool, check_choice, check_finite, check_int, check_key, check_scalar, expected, \
+    is_concrete
 
 from .data import OfflineData
 from .lock import CombinationLock, LockState, observe, reset
@@ -196,9 +198,30 @@ def lock_batched(lock: CombinationLock, num_seeds: int) -> bool:
                               f"advancing of shape {tuple(lock.advancing.shape)}", raw=True))
 
 
-def data_batched(data: OfflineData, lock: CombinationLock, num_seeds: int, lb: bool) -> bool:
+def check_data_values(data: OfflineData, lock: CombinationLock, fields: tuple[str, ...]) -> None:
+    """The fields a learner reads: float finite observations, latents in [0, S), actions in [0, A) (concrete)."""
+    obs = data.observations
+    if not jnp.issubdtype(obs.dtype, jnp.floating):  # integer observations gave NaN fits
+        raise TypeError(expected("data.observations", "a float array", f"dtype {obs.dtype}", raw=True))
+    check_finite(obs, "data.observations")
+    for name, top in (("latents", lock.num_latent), ("actions", lock.num_actions)):
+        if name not in fields:
+            continue
+        x = getattr(data, name)
+        if not jnp.issubdtype(jnp.result_type(x), jnp.integer):
+            raise TypeError(expected(f"data.{name}", "an integer array", f"dtype {jnp.result_type(x)}", raw=True))
+        if is_concrete(x):
+            a = np.asarray(x)
+            if a.size and (a.min() < 0 or a.max() >= top):
+                raise ValueError(expected(f"data.{name}", f"values in [0, {top - 1}]",
+                                          int(a.min() if a.min() < 0 else a.max())))
+
+
+def data_batched(data: OfflineData, lock: CombinationLock, num_seeds: int, lb: bool,
+                 fields: tuple[str, ...] = ("observations",)) -> bool:
     if not isinstance(data, OfflineData):
         raise TypeError(expected("data", "an OfflineData (collect_offline)", type(data).__name__, raw=True))
+    check_data_values(data, lock, fields)
     shape = data.observations.shape
     want = (lock.horizon + 1, lock.obs_dim)
     if len(shape) == 3 and (shape[0], shape[2]) == want:

@@ -254,7 +254,7 @@ def reset_psdp(
     cfg = check_cfg(num_samples, policy, "linear", hidden, num_updates, learning_rate, ridge, num_eval_episodes)
     s = keys.shape[0]
     lb = lock_batched(lock, s)
-    db = data_batched(data, lock, s, lb)
+    db = data_batched(data, lock, s, lb, ("observations", "latents"))
     b = check_budget(budget, cfg.num_samples)
     return unbatch(_reset_program(keys, lock, data, b, cfg, lb, db), batched)
 
@@ -295,5 +295,5 @@ def behaviour_cloning(
     cfg = check_cfg(1, policy, "linear", hidden, num_updates, learning_rate, 1e-3, num_eval_episodes)
     s = keys.shape[0]
     lb = lock_batched(lock, s)
-    db = data_batched(data, lock, s, lb)
+    db = data_batched(data, lock, s, lb, ("observations", "actions"))
     return unbatch(_bc_program(keys, lock, data, cfg, lb, db), batched)

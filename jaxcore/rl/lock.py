@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_bool, check_int, check_key, check_scalar, default_float, expected
+from jaxcore._util import check_bool, check_int, check_key, check_scalar, default_float, expected, is_concrete
 
 __all__ = [
     "CombinationLock",
@@ -203,13 +203,40 @@ def make_lock(
     anti_reward = check_scalar(anti_reward, "anti_reward", low=0.0, high=1.0, high_open=True)
     anti_prob = check_scalar(anti_prob, "anti_prob", low=0.0, high=1.0)
     tabular = check_bool(tabular, "tabular")
-    dtype = jnp.dtype(dtype) if dtype is not None else default_float()
+    try:
+        dtype = jnp.dtype(dtype) if dtype is not None else default_float()
+    except TypeError as exc:
+        raise TypeError(expected("dtype", "a float dtype", repr(dtype), raw=True)) from exc
     if not jnp.issubdtype(dtype, jnp.floating):
         raise TypeError(expected("dtype", "a float dtype", str(dtype), raw=True))
+    with np.errstate(over="ignore"):
+        cast = np.asarray(noise, dtype)
+    if not np.isfinite(cast):  # finite as a Python float, inf in float32 (1e39)
+        raise ValueError(expected("noise", f"a number >= 0 that is finite in {dtype}", noise))
     advancing = jax.random.randint(key, (horizon, num_good), 0, num_actions, dtype=jnp.int32)
     rotation = None if tabular else jnp.asarray(hadamard(_rich_dim(num_good + 1, horizon)), dtype)
     return CombinationLock(advancing, rotation, jnp.asarray(noise, dtype), jnp.asarray(anti_reward, dtype),
                            jnp.asarray(anti_prob, dtype), horizon, num_actions, num_good, tabular)
+
+
+def _check_lock(lock) -> None:
+    if not isinstance(lock, CombinationLock):
+        raise TypeError(expected("lock", "a CombinationLock (make_lock)", type(lock).__name__, raw=True))
+
+
+def _check_state(state, lock: CombinationLock) -> None:
+    """A LockState of integer latent and level; concrete values in range (traced ones under the caller's vmap)."""
+    if not isinstance(state, LockState):
+        raise TypeError(expected("state", "a LockState (reset or step)", type(state).__name__, raw=True))
+    for name, x, top in (("state.latent", state.latent, lock.num_latent - 1), ("state.level", state.level,
+                                                                                lock.horizon)):
+        dtype = jnp.result_type(x)
+        if not jnp.issubdtype(dtype, jnp.integer):
+            raise TypeError(expected(name, "an integer array", f"dtype {dtype}", raw=True))
+        if is_concrete(x):
+            a = np.asarray(x)
+            if a.size and (a.min() < 0 or a.max() > top):
+                raise ValueError(expected(name, f"values in [0, {top}]", int(a.min() if a.min() < 0 else a.max())))
 
 
 def _float(lock: CombinationLock):
@@ -229,11 +256,19 @@ def observe(key: PRNGKeyArray, state: LockState, lock: CombinationLock) -> Float
     Returns:
         ``[lock.obs_dim]`` float observation.
 
+    Raises:
+        TypeError: a key that is not a PRNG key, a lock that is not a CombinationLock, a state that is
+            not a LockState of integers.
+        ValueError: a concrete latent state outside ``[0, S)`` or level outside ``[0, H]``.
+
     Examples:
         >>> lock = make_lock(jax.random.key(0), horizon=2, num_actions=2, tabular=True)
         >>> observe(jax.random.key(1), LockState(jnp.int32(1), jnp.int32(2)), lock).tolist()
         [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     """
+    check_key(key)
+    _check_lock(lock)
+    _check_state(state, lock)
     return _emit(_noise(key, lock), state, lock)
 
 
@@ -272,12 +307,17 @@ def reset(key: PRNGKeyArray, lock: CombinationLock) -> tuple[Float[Array, " d"],
     Returns:
         ``(obs, state)``: the ``[d]`` observation and the :class:`LockState`.
 
+    Raises:
+        TypeError: a key that is not a PRNG key, a lock that is not a CombinationLock.
+
     Examples:
         >>> lock = make_lock(jax.random.key(0), horizon=4)
         >>> obs, state = reset(jax.random.key(1), lock)
         >>> obs.shape, int(state.level)
         ((8,), 0)
     """
+    check_key(key)
+    _check_lock(lock)
     k_s, k_o = jax.random.split(key)
     state = LockState(jax.random.randint(k_s, (), 0, lock.num_good, dtype=jnp.int32), jnp.int32(0))
     return observe(k_o, state, lock), state
@@ -324,6 +364,10 @@ def step(
         ``done`` (the next level is H), ``info = {"success": the goal reward was paid}``.
         At level H the state absorbs with reward 0.
 
+    Raises:
+        TypeError: a bad key, lock or state (as :func:`observe`), an action that is not an integer.
+        ValueError: a concrete state out of range (as :func:`observe`).
+
     Examples:
         >>> lock = make_lock(jax.random.key(0), horizon=1, num_actions=2)
         >>> obs, s = reset(jax.random.key(1), lock)
@@ -332,6 +376,11 @@ def step(
         >>> float(r), bool(done), bool(info["success"])
         (1.0, True, True)
     """
+    check_key(key)
+    _check_lock(lock)
+    _check_state(state, lock)
+    if not jnp.issubdtype(jnp.result_type(action), jnp.integer):  # 0.5 would be truncated to action 0
+        raise TypeError(expected("action", "an integer action", f"dtype {jnp.result_type(action)}", raw=True))
     k_t, k_o = jax.random.split(key)
     nxt, reward, success = _transition(k_t, state, jnp.asarray(action, jnp.int32), lock)
     obs = observe(k_o, nxt, lock)
@@ -350,12 +399,16 @@ def transition_matrix(lock: CombinationLock) -> Float[Array, "H S A S"]:
     Returns:
         ``[H, S, A, S]`` float array, each ``P[h, s, a]`` a probability vector.
 
+    Raises:
+        TypeError: ``lock`` is not a CombinationLock.
+
     Examples:
         >>> lock = make_lock(jax.random.key(0), horizon=1, num_actions=2)
         >>> P = transition_matrix(lock)
         >>> P.shape, P.sum(-1).min().item()
         ((1, 3, 2, 3), 1.0)
     """
+    _check_lock(lock)
     dt = _float(lock)
     g, a_count, s_count = lock.num_good, lock.num_actions, lock.num_latent
     hit = jax.nn.one_hot(lock.advancing, a_count, dtype=dt)  # [H, G, A]
@@ -375,12 +428,16 @@ def reward_matrix(lock: CombinationLock) -> Float[Array, "H S A"]:
     Returns:
         ``[H, S, A]`` float array.
 
+    Raises:
+        TypeError: ``lock`` is not a CombinationLock.
+
     Examples:
         >>> lock = make_lock(jax.random.key(0), horizon=2, num_actions=2)
         >>> R = reward_matrix(lock)
         >>> float(R[1].max()), float(R[0].max())
         (1.0, 0.05000000074505806)
     """
+    _check_lock(lock)
     dt = _float(lock)
     g = lock.num_good
     hit = jax.nn.one_hot(lock.advancing, lock.num_actions, dtype=dt)  # [H, G, A]

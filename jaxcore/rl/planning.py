@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from jaxcore._util import check_shape, expected
@@ -120,6 +121,8 @@ def policy_value(lock: CombinationLock, actions: Int[Array, "H S"]) -> PlanningR
     """
     _check_lock(lock)
     check_shape(actions, "actions", (lock.horizon, lock.num_latent), f"shape ({lock.horizon}, {lock.num_latent})")
+    if not isinstance(actions, jax.Array) and np.asarray(actions).dtype.kind not in "biuf":
+        raise TypeError(expected("actions", "an integer array", f"dtype {np.asarray(actions).dtype}", raw=True))
     actions = jnp.asarray(actions)
     if not jnp.issubdtype(actions.dtype, jnp.integer):
         raise TypeError(expected("actions", "an integer array", f"dtype {actions.dtype}", raw=True))

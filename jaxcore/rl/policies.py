@@ -24,7 +24,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_bool, check_choice, check_int, check_key, check_scalar, expected
+from jaxcore._util import check_bool, check_choice, check_finite, check_int, check_key, check_scalar, expected, \
+    is_concrete
 
 from .lock import CombinationLock, LockState, _advance, _clean, _emit, _noise, reset
 
@@ -100,7 +101,13 @@ def init_policy(
     kind = check_choice(kind, "kind", POLICY_KINDS)
     hidden = check_int(hidden, "hidden", minimum=1)
     scale = check_scalar(scale, "scale", nonnegative=True)
-    return _init(key, horizon, num_actions, obs_dim, kind, hidden, scale, jnp.dtype(dtype))
+    try:
+        dtype = jnp.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(expected("dtype", "a float dtype", repr(dtype), raw=True)) from exc
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(expected("dtype", "a float dtype", str(dtype), raw=True))
+    return _init(key, horizon, num_actions, obs_dim, kind, hidden, scale, dtype)
 
 
 def _init(key, horizon, num_actions, obs_dim, kind, hidden, scale, dtype):
@@ -136,11 +143,24 @@ def policy_logits(policy: Policy, level: Int[Array, ""], obs: Float[Array, "*bat
     Returns:
         ``[..., A]`` scores.
 
+    Raises:
+        TypeError: not a Policy, a level that is not an integer.
+        ValueError: NaN/inf parameters, a concrete level outside ``[0, H)``, observations not of length d.
+
     Examples:
         >>> p = init_policy(jax.random.key(0), 2, 3, 4)
         >>> policy_logits(p, 1, jnp.ones((5, 4))).shape
         (5, 3)
     """
+    _check_policy(policy)
+    if not jnp.issubdtype(jnp.result_type(level), jnp.integer):
+        raise TypeError(expected("level", "an integer level", f"dtype {jnp.result_type(level)}", raw=True))
+    if is_concrete(level):  # a[h] would clamp an out-of-range level to the last one
+        check_int(level, "level", minimum=0, maximum=policy.horizon - 1)
+    d_in = policy.weight.shape[2] if policy.hidden_weight is None else policy.hidden_weight.shape[2]
+    if jnp.ndim(obs) < 1 or jnp.shape(obs)[-1] != d_in:
+        raise ValueError(expected("obs", f"observations [..., {d_in}]", f"shape {tuple(jnp.shape(obs))}", raw=True))
+    check_finite(obs, "obs")
     return _scores(_level(policy, level), obs)
 
 
@@ -170,12 +190,20 @@ def policy_table(lock: CombinationLock, policy: Policy) -> Int[Array, "H S"]:
     return jax.vmap(jax.vmap(one))(hs, ss)
 
 
-def _check_pair(lock, policy):
-    if not isinstance(lock, CombinationLock):
-        raise TypeError(expected("lock", "a CombinationLock (make_lock)", type(lock).__name__, raw=True))
+def _check_policy(policy):
     if not isinstance(policy, Policy):
         raise TypeError(expected("policy", "a Policy (init_policy or a fit's result)", type(policy).__name__,
                                  raw=True))
+    for name in ("weight", "bias", "hidden_weight", "hidden_bias"):  # NaN scores would act as action 0
+        x = getattr(policy, name)
+        if x is not None:
+            check_finite(x, f"policy.{name}")
+
+
+def _check_pair(lock, policy):
+    if not isinstance(lock, CombinationLock):
+        raise TypeError(expected("lock", "a CombinationLock (make_lock)", type(lock).__name__, raw=True))
+    _check_policy(policy)
     if policy.weight.shape[0] != lock.horizon or policy.weight.shape[1] != lock.num_actions:
         raise ValueError(expected("policy", f"H = {lock.horizon} levels and A = {lock.num_actions} actions",
                                   f"weights of shape {policy.weight.shape}", raw=True))

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from jaxcore import rl
 from jaxcore.rl import (
     behaviour_cloning,
     collect_offline,
@@ -44,3 +45,133 @@ LOCK = make_lock(jax.random.key(0), horizon=3, num_actions=4)
 def test_refused_in_dialect(call, exc, name):
     with pytest.raises(exc, match=f"^{name}: expected"):
         call()
+
+
+LT = make_lock(jax.random.key(0), horizon=3, num_actions=4, tabular=True)
+POLICY = init_policy(jax.random.key(0), 3, 4, LOCK.obs_dim)
+
+
+def _state(latent=0, level=0):
+    from jaxcore.rl import LockState
+
+    return LockState(jnp.int32(latent), jnp.int32(level))
+
+
+def _data(**changes):
+    from jaxcore.rl import OfflineData
+
+    valid = {"observations": jnp.zeros((4, 8, LOCK.obs_dim)), "latents": jnp.zeros((4, 8), jnp.int32),
+             "actions": jnp.zeros((3, 8), jnp.int32)}  # valid shapes and values, no program to compile
+    return OfflineData(**{**valid, **changes})
+
+
+@pytest.mark.parametrize("call,exc,name", [
+    (lambda: rl.reset(0, LOCK), TypeError, "key"),
+    (lambda: rl.reset(jax.random.key(0), "lock"), TypeError, "lock"),
+    (lambda: rl.step(0, _state(), 0, LOCK), TypeError, "key"),
+    (lambda: rl.step(jax.random.key(0), _state(), 0, None), TypeError, "lock"),
+    (lambda: rl.step(jax.random.key(0), (0, 0), 0, LOCK), TypeError, "state"),
+    (lambda: rl.step(jax.random.key(0), _state(), 0.5, LOCK), TypeError, "action"),
+    (lambda: rl.step(jax.random.key(0), _state(), True, LOCK), TypeError, "action"),
+    (lambda: rl.step(jax.random.key(0), _state(level=4), 0, LOCK), ValueError, "state.level"),
+    (lambda: rl.step(jax.random.key(0), _state(latent=-1), 0, LOCK), ValueError, "state.latent"),
+    (lambda: rl.observe(0, _state(), LOCK), TypeError, "key"),
+    (lambda: rl.observe(jax.random.key(0), _state(latent=3), LOCK), ValueError, "state.latent"),
+    (lambda: rl.observe(jax.random.key(0), _state(level=9), LT), ValueError, "state.level"),
+    (lambda: rl.observe(jax.random.key(0), rl.LockState(jnp.float32(0), jnp.int32(0)), LOCK), TypeError,
+     "state.latent"),
+    (lambda: rl.observe(jax.random.key(0), _state(), "lock"), TypeError, "lock"),
+    (lambda: rl.transition_matrix("lock"), TypeError, "lock"),
+    (lambda: rl.reward_matrix(None), TypeError, "lock"),
+    (lambda: rl.optimal_values("lock"), TypeError, "lock"),
+    (lambda: rl.policy_value(LOCK, jnp.zeros((3, 3))), TypeError, "actions"),
+    (lambda: rl.policy_value(LOCK, jnp.zeros((3, 2), jnp.int32)), ValueError, "actions"),
+    (lambda: rl.policy_value(LOCK, jnp.full((3, 3), 4)), ValueError, "actions"),
+    (lambda: rl.policy_value(LOCK, jnp.full((3, 3), -1)), ValueError, "actions"),
+    (lambda: rl.policy_value(LOCK, [["a"] * 3] * 3), TypeError, "actions"),
+    (lambda: rl.make_lock(jax.random.key(0), 3, dtype="foo"), TypeError, "dtype"),
+    (lambda: rl.make_lock(jax.random.key(0), 3, noise=1e39), ValueError, "noise"),
+    (lambda: rl.make_lock(jax.random.key(0), 3, noise=float("nan")), ValueError, "noise"),
+    (lambda: rl.make_lock(jax.random.key(0), 3.0), TypeError, "horizon"),
+    (lambda: rl.make_lock(jax.random.key(0), 3, anti_reward=1.0), ValueError, "anti_reward"),
+    (lambda: rl.make_lock(jax.random.key(0), 3, tabular="yes"), TypeError, "tabular"),
+    (lambda: rl.hadamard(3), ValueError, "d"),
+    (lambda: rl.hadamard(4.0), TypeError, "d"),
+    (lambda: init_policy(jax.random.key(0), 3, 4, 8, dtype=jnp.int32), TypeError, "dtype"),
+    (lambda: init_policy(jax.random.key(0), 3, 4, 8, dtype="foo"), TypeError, "dtype"),
+    (lambda: init_policy(0, 3, 4, 8), TypeError, "key"),
+    (lambda: init_policy(jax.random.key(0), 3, 4, 0), ValueError, "obs_dim"),
+    (lambda: init_policy(jax.random.key(0), 3, 4, 8, kind="mlp", hidden=0), ValueError, "hidden"),
+    (lambda: rl.policy_logits(POLICY, 3, jnp.ones(LOCK.obs_dim)), ValueError, "level"),
+    (lambda: rl.policy_logits(POLICY, -1, jnp.ones(LOCK.obs_dim)), ValueError, "level"),
+    (lambda: rl.policy_logits(POLICY, jnp.int32(7), jnp.ones(LOCK.obs_dim)), ValueError, "level"),
+    (lambda: rl.policy_logits(POLICY, 0.5, jnp.ones(LOCK.obs_dim)), TypeError, "level"),
+    (lambda: rl.policy_logits(POLICY, 0, jnp.ones(3)), ValueError, "obs"),
+    (lambda: rl.policy_logits(POLICY, 0, jnp.full(LOCK.obs_dim, jnp.nan)), ValueError, "obs"),
+    (lambda: rl.policy_logits("policy", 0, jnp.ones(LOCK.obs_dim)), TypeError, "policy"),
+    (lambda: rl.policy_logits(rl.Policy(POLICY.weight, POLICY.bias.at[0, 0].set(jnp.inf)), 0,
+                              jnp.ones(LOCK.obs_dim)), ValueError, "policy.bias"),
+    (lambda: evaluate(jax.random.key(0), LOCK, rl.Policy(jnp.full_like(POLICY.weight, jnp.nan), POLICY.bias)),
+     ValueError, "policy.weight"),
+    (lambda: evaluate(jax.random.key(0), LOCK, POLICY, greedy="yes"), TypeError, "greedy"),
+    (lambda: policy_table(LOCK, rl.Policy(jnp.full_like(POLICY.weight, jnp.nan), POLICY.bias)), ValueError,
+     "policy.weight"),
+    (lambda: collect_offline(jax.random.key(0), LOCK, 8.0), TypeError, "num_episodes"),
+    (lambda: collect_offline(jax.random.key(0), LOCK, 8, policy=init_policy(jax.random.key(0), 2, 4, 8)),
+     ValueError, "policy"),
+])
+def test_env_planning_and_policy_refusals(call, exc, name):
+    with pytest.raises(exc, match=f"^{name}: expected"):
+        call()
+
+
+KW = dict(num_samples=8, num_updates=2, num_eval_episodes=0)
+
+
+@pytest.mark.parametrize("call,exc,name", [
+    (lambda: rl.foobar(0, LOCK, _data(), **KW), TypeError, "key"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, "data", **KW), TypeError, "data"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(observations=jnp.zeros((3, 8, 8))), **KW), ValueError, "data"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(observations=jnp.full((4, 8, 8), jnp.nan)), **KW), ValueError,
+     "data.observations"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(observations=jnp.ones((4, 8, 8), jnp.int32)), **KW),
+     TypeError, "data.observations"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(), budget=0, **KW), ValueError, "budget"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(), budget=9, **KW), ValueError, "budget"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(), budget=2.0, **KW), TypeError, "budget"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(), learning_rate=0.0, **KW), ValueError, "learning_rate"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(), learning_rate=float("inf"), **KW), ValueError,
+     "learning_rate"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(), ridge=-1.0, **KW), ValueError, "ridge"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(), disc_reg=0.0, **KW), ValueError, "disc_reg"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(), discriminator="svm", **KW), ValueError, "discriminator"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(), progress="yes", **KW), TypeError, "progress"),
+    (lambda: rl.foobar(jax.random.split(jax.random.key(0), (2, 2)), LOCK, _data(), **KW), TypeError, "key"),
+    (lambda: rl.foobar(jax.random.key(0), LOCK, _data(), num_samples=0, num_updates=2), ValueError, "num_samples"),
+    (lambda: rl.online_psdp(jax.random.key(0), LOCK, num_iterations=0, **KW), ValueError, "num_iterations"),
+    (lambda: rl.online_psdp(jax.random.key(0), LOCK, epsilon=2.0, **KW), ValueError, "epsilon"),
+    (lambda: rl.online_psdp(1, LOCK, **KW), TypeError, "key"),
+    (lambda: rl.online_psdp(jax.random.key(0), "lock", **KW), TypeError, "lock"),
+    (lambda: reset_psdp(jax.random.key(0), LOCK, _data(latents=jnp.full((4, 8), 99, jnp.int32)), **KW), ValueError,
+     "data.latents"),
+    (lambda: reset_psdp(jax.random.key(0), LOCK, _data(latents=jnp.zeros((4, 8))), **KW), TypeError, "data.latents"),
+    (lambda: reset_psdp(jax.random.key(0), LOCK, _data(observations=jnp.full((4, 8, 8), jnp.inf)), **KW),
+     ValueError, "data.observations"),
+    (lambda: behaviour_cloning(jax.random.key(0), LOCK, _data(actions=jnp.full((3, 8), 4, jnp.int32)),
+                               num_updates=2, num_eval_episodes=0), ValueError, "data.actions"),
+    (lambda: behaviour_cloning(jax.random.key(0), LOCK, _data(actions=-jnp.ones((3, 8), jnp.int32)),
+                               num_updates=2, num_eval_episodes=0), ValueError, "data.actions"),
+    (lambda: behaviour_cloning(jax.random.key(0), LOCK, _data(observations=jnp.full((4, 8, 8), jnp.nan)),
+                               num_updates=2, num_eval_episodes=0), ValueError, "data.observations"),
+])
+def test_learner_refusals_come_before_any_training(call, exc, name):
+    with pytest.raises(exc, match=f"^{name}: expected"):
+        call()
+
+
+def test_foobar_ignores_latents_and_actions_it_does_not_read():
+    from jaxcore.rl import foobar
+
+    d = _data(latents=jnp.full((4, 8), 99, jnp.int32), actions=jnp.full((3, 8), -5, jnp.int32))
+    with pytest.raises(ValueError, match="^budget: expected"):  # data passed; the next check refuses
+        foobar(jax.random.key(0), LOCK, d, budget=0, **KW)
