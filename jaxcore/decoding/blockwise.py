@@ -57,6 +57,11 @@ def select_best(rewards: Float[Array, "... K"]) -> Int[Array, "..."]:
             raise ValueError(expected("rewards", "scores that are not NaN", np.asarray(r)))
     else:
         r = error_if(r, jnp.isnan(r), "rewards", "scores that are not NaN")
+    return _first_max(r)
+
+
+@jax.jit
+def _first_max(r):
     return jnp.argmax(r, axis=-1).astype(jnp.int32)
 
 
@@ -85,6 +90,11 @@ def best_of_k_law(logprob: Float[Array, " n"], reward: Float[Array, " n"], num_c
     lp = as_float_array(logprob, "logprob")
     r = as_float_array(reward, "reward")
     check_shape(r, "reward", lp.shape)
+    return _best_of_k_law(lp, r, jnp.asarray(k, lp.dtype))
+
+
+@jax.jit
+def _best_of_k_law(lp, r, k):
     p = jnp.exp(lp)
     le = jnp.sum(jnp.where(r[None, :] <= r[:, None], p[None, :], 0.0), axis=1)
     lt = jnp.sum(jnp.where(r[None, :] < r[:, None], p[None, :], 0.0), axis=1)

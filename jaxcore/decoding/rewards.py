@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
@@ -38,12 +39,18 @@ def brevity(tokens: Int[Array, "B N"], eos_token_id: int) -> Float[Array, " B"]:
     """``1 - n / N``: n tokens up to and including the first ``eos_token_id`` (N without one).
 
     Examples:
-        >>> import jax.numpy as jnp
+        >>> import jax
+import jax.numpy as jnp
         >>> brevity(jnp.array([[5, 0, 0, 0], [5, 5, 5, 5]]), 0).tolist()
         [0.5, 0.0]
     """
     t = _tokens(tokens)
     eos = check_int(eos_token_id, "eos_token_id", minimum=0)
+    return _brevity(t, jnp.asarray(eos, t.dtype))
+
+
+@jax.jit
+def _brevity(t, eos):
     n = t.shape[1]
     hit = t == eos
     first = jnp.where(hit.any(axis=1), jnp.argmax(hit, axis=1) + 1, n)
@@ -81,13 +88,21 @@ def keyword_reward(tokens: Int[Array, "B N"], ids: Int[Array, " k"], mask=None) 
     """The fraction of tokens (of the live ones under ``mask``) that are in ``ids`` (jit-able).
 
     Examples:
-        >>> import jax.numpy as jnp
+        >>> import jax
+import jax.numpy as jnp
         >>> keyword_reward(jnp.array([[1, 2, 3, 1]]), jnp.array([1])).tolist()
         [0.5]
     """
     t = _tokens(tokens)
     ids = jnp.asarray(ids, jnp.int32).reshape(-1)
     m = jnp.ones(t.shape, bool) if mask is None else jnp.asarray(mask, bool)
+    if m.shape != t.shape:
+        raise ValueError(expected("mask", f"a bool array of shape {tuple(t.shape)}", m))
+    return _keyword_reward(t, ids, m)
+
+
+@jax.jit
+def _keyword_reward(t, ids, m):
     hit = jnp.any(t[..., None] == ids, axis=-1) & m
     return jnp.sum(hit, axis=1) / jnp.maximum(jnp.sum(m, axis=1), 1)
 

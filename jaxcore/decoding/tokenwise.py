@@ -132,8 +132,11 @@ def tilted_kl(logits: Float[Array, "... V"], q: Float[Array, "... V"], strength)
         >>> float(tilted_kl(jnp.zeros(2), jnp.array([0.0, 1.0]), 0.0))
         0.0
     """
-    lam = _strength(strength)
-    z = jnp.asarray(logits)
+    return _tilted_kl(jnp.asarray(logits), jnp.asarray(q), _strength(strength))
+
+
+@jax.jit
+def _tilted_kl(z, q, lam):
     lp = jax.nn.log_softmax(z, axis=-1)
     t = lam * q
     log_z = jax.nn.logsumexp(jnp.where(jnp.isfinite(lp), lp + t, -jnp.inf), axis=-1)

@@ -101,7 +101,8 @@ def test_best_of_k_and_rewards_refuse_bad_input():
 def test_lm_entry_points_refuse_bad_input():
     prompt = jnp.array([[1, 2, 3]])
     k = jax.random.key(0)
-    out = lm.generate(k, MODEL, prompt, max_new_tokens=2)
+    z = jnp.zeros((1, 2))
+    out = lm.GenerateResult(jnp.array([[4, 5]]), jnp.ones((1, 2), bool), z, z, None)
     _raises(TypeError, "result", lambda: rollouts(MODEL, prompt, None, out.tokens, jnp.zeros(1)))
     _raises(ValueError, "reward", lambda: rollouts(MODEL, prompt, None, out, jnp.zeros(2)))
     _raises(ValueError, "reward", lambda: rollouts(MODEL, prompt, None, out, jnp.array([jnp.inf])))
