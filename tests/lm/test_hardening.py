@@ -125,12 +125,16 @@ def test_generate_refuses_keys_prompts_and_padding():
 
 
 def test_a_tiny_temperature_samples_the_argmax_without_nan():
-    z = jnp.array([[0.0, 3.0, 1.0]])
-    out = lm.generate(KEY, MODEL, T, max_new_tokens=1, temperature=1e-30)
-    argmax = np.argmax(np.asarray(lm.forward(MODEL, T))[:, -1], axis=-1)
+    # the shapes and processor of tests/lm/test_fuzz.py::test_fuzz_generate (one compiled program for both)
+    prompt = np.array([[5, 9, 1, 2], [0, 0, 7, 3]], np.int32)
+    mask = np.array([[True] * 4, [False, False, True, True]])
+    out = lm.generate(KEY, MODEL, prompt, mask, max_new_tokens=3, processor=lm.chain(lm.TopK(8), lm.TopP(0.9)),
+                      temperature=1e-30, eos_token_id=63, pad_token_id=0)
+    argmax = np.argmax(np.asarray(lm.forward(MODEL, prompt, mask))[:, -1], axis=-1)
     np.testing.assert_array_equal(np.asarray(out.tokens)[:, 0], argmax)
     assert np.isfinite(np.asarray(out.logprobs)).all() and np.isfinite(np.asarray(out.model_logprobs)).all()
-    np.testing.assert_allclose(np.asarray(out.logprobs), 0.0, atol=1e-6)  # a point mass at the argmax
+    np.testing.assert_allclose(np.asarray(out.logprobs)[np.asarray(out.mask)], 0.0, atol=1e-6)  # point masses
+    z = jnp.array([[0.0, 3.0, 1.0]])
     assert np.asarray(lm.Temperature(2e-38)((), z - 3.0, None)[0]).max() == 0.0
 
 
