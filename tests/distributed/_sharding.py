@@ -187,17 +187,20 @@ class ShardedRun(NamedTuple):
 def check_sharded(fn: Callable[..., Any], args: Sequence[Any], batch: int, batched: Sequence[bool], *,
                   num_devices: int = NUM_DEVICES, select: Callable[[Any], Any] | None = None, out_axis: int = 0,
                   rtol: float = 1e-5, atol: float = 1e-6, max_memory_ratio: float | None = 0.6,
-                  collectives_allowed: bool = True, compare: bool = True) -> ShardedRun:
+                  collectives_allowed: bool = True, compare: bool = True, pass_mesh: bool = False) -> ShardedRun:
     """All four assertions on ``jax.jit(fn)(*args)``: args flagged in ``batched`` split along their
     leading ``batch`` axis over ``num_devices`` devices (the rest replicated) against one device.
 
     ``select(out)`` picks the outputs that carry the batch (default: every leaf whose ``out_axis`` has
     length ``batch``); ``collectives_allowed=False`` also requires an HLO free of every collective
-    (scalar all-reduces aside); ``max_memory_ratio=None`` skips the memory assertion.
+    (scalar all-reduces aside); ``max_memory_ratio=None`` skips the memory assertion; ``pass_mesh``:
+    ``fn(mesh, *args)`` gets the mesh (a kernel with a ``mesh=`` argument), of 1 device or of n.
     """
     one_mesh, many_mesh = mesh(1), mesh(num_devices)
-    compiled_one, args_one = compile_on(fn, args, one_mesh, batch, batched)
-    compiled_many, args_many = compile_on(fn, args, many_mesh, batch, batched)
+    fn_one = functools.partial(fn, one_mesh) if pass_mesh else fn
+    fn_many = functools.partial(fn, many_mesh) if pass_mesh else fn
+    compiled_one, args_one = compile_on(fn_one, args, one_mesh, batch, batched)
+    compiled_many, args_many = compile_on(fn_many, args, many_mesh, batch, batched)
     one = jax.block_until_ready(compiled_one(*args_one))
     many = jax.block_until_ready(compiled_many(*args_many))
     if compare:
