@@ -256,7 +256,7 @@ def _solver_args(graph: Any, k: Any, k_name: str, edge_weight: Any, block_size: 
                  max_iterations: Any) -> tuple:
     """Checked eigensolver arguments: (weights, k, k bucket, block size, degree, tol array, max_iterations)."""
     w = _weights_or_graph(graph, edge_weight)
-    top = graph.vertex_capacity - 1
+    top, active = graph.vertex_capacity - 1, graph.vertex_capacity
     if is_concrete(graph, w):  # k eigenpairs need k vertices of positive degree (the rest is padding)
         m = int(graph.num_edges)
         on = np.asarray(w)[:m] > 0
@@ -267,7 +267,9 @@ def _solver_args(graph: Any, k: Any, k_name: str, edge_weight: Any, block_size: 
     k = check_int(k, k_name, minimum=1, maximum=top)
     kmax = cluster_bucket(k)
     b = kmax + max(4, kmax // 2) if block_size is None else check_int(block_size, "block_size", minimum=k + 1)
-    b = min(b, graph.vertex_capacity)
+    # a block wider than the active vertices spans padding, whose Ritz value 0 (L_sym eigenvalue 1) would
+    # pass for an eigenpair of the graph whenever one of the k smallest eigenvalues exceeds 1
+    b = min(b, graph.vertex_capacity, max(active, k))
     kmax = min(kmax, b)
     degree = check_int(degree, "degree", minimum=1)
     max_iterations = check_int(max_iterations, "max_iterations", minimum=1)

@@ -287,7 +287,8 @@ def add_edges(graph: DynamicGraph, src: Any, dst: Any, weight: Any = None) -> Dy
     bs = jnp.asarray(np.pad(s, (0, pad)).astype(np.int32))
     bd = jnp.asarray(np.pad(d, (0, pad)).astype(np.int32))
     if w is not None:  # finite and > 0 in float64 is not enough: 1e39 is inf in float32, 1e-50 is 0
-        wc = w.astype(graph.weight.dtype)
+        with np.errstate(over="ignore", under="ignore"):
+            wc = w.astype(graph.weight.dtype)
         bad = ~(np.isfinite(wc) & (wc > 0))
         if bad.any():
             i = int(np.argmax(bad))

@@ -121,11 +121,10 @@ P, N = 4, 3
 temperatures = st.floats(-30, 1).map(lambda e: float(10.0 ** e))
 
 
-def _check_generate(seed, prompt, pad, temperature, p, eos):
+def _check_generate(seed, prompt, pad, temperature, eos, top_p=None):
     mask = _left_mask(pad, P)
-    proc = lm.chain(lm.TopK(8), lm.TopP(p))  # TopP's p is an array: another p compiles nothing new
-    out = lm.generate(jax.random.key(seed), MODEL, prompt, mask, max_new_tokens=N, processor=proc,
-                      temperature=temperature, eos_token_id=eos, pad_token_id=0)
+    out = lm.generate(jax.random.key(seed), MODEL, prompt, mask, max_new_tokens=N, processor=lm.TopK(8),
+                      temperature=temperature, top_p=top_p, eos_token_id=eos, pad_token_id=0)
     tok, live = np.asarray(out.tokens), np.asarray(out.mask)
     lp, mlp = np.asarray(out.logprobs), np.asarray(out.model_logprobs)
     assert tok.shape == live.shape == lp.shape == mlp.shape == (B, N)
@@ -137,30 +136,29 @@ def _check_generate(seed, prompt, pad, temperature, p, eos):
         hit = np.flatnonzero(tok[row] == eos)
         first = hit[0] if hit.size and live[row, hit[0]] else N
         np.testing.assert_array_equal(live[row], np.arange(N) <= first)
-    # the first token: the model's log-probability is the forward pass's; it survived top-k
+    # the first token: the model's log-probability is the forward pass's; it is among the top 8
     z = np.asarray(lm.forward(MODEL, prompt, mask))[:, -1].astype(np.float64)
     np.testing.assert_allclose(mlp[:, 0], _log_softmax(z)[np.arange(B), tok[:, 0]], rtol=1e-4, atol=1e-4)
     kth = np.sort(z, axis=-1)[:, -8]
     assert (z[np.arange(B), tok[:, 0]] >= kth - 1e-6).all()
-    if temperature < 1e-10:  # a vanishing temperature samples the argmax with probability 1
+    if temperature < 1e-10:  # a vanishing temperature (or greedy, 0) samples the argmax with probability 1
         np.testing.assert_array_equal(tok[:, 0], z.argmax(-1))
         np.testing.assert_allclose(lp[:, 0], 0.0, atol=1e-6)
 
 
 @given(st.integers(0, 2**31 - 1), arrays(np.int32, (B, P), elements=st.integers(0, V - 1)),
-       st.lists(st.integers(0, P - 1), min_size=B, max_size=B), temperatures, st.floats(0.05, 0.99),
-       st.integers(0, V - 1))
-def test_fuzz_generate(seed, prompt, pad, temperature, p, eos):
-    _check_generate(seed, prompt, pad, temperature, p, eos)
+       st.lists(st.integers(0, P - 1), min_size=B, max_size=B), temperatures, st.integers(0, V - 1))
+def test_fuzz_generate(seed, prompt, pad, temperature, eos):
+    _check_generate(seed, prompt, pad, temperature, eos)
 
 
 @pytest.mark.slow
 @settings(max_examples=40)
 @given(st.integers(0, 2**31 - 1), arrays(np.int32, (B, P), elements=st.integers(0, V - 1)),
-       st.lists(st.integers(0, P - 1), min_size=B, max_size=B), temperatures, st.floats(0.05, 0.99),
-       st.integers(0, V - 1))
-def test_fuzz_generate_deep(seed, prompt, pad, temperature, p, eos):
-    _check_generate(seed, prompt, pad, temperature, p, eos)
+       st.lists(st.integers(0, P - 1), min_size=B, max_size=B), temperatures | st.just(0.0), st.integers(0, V - 1),
+       st.none() | st.floats(0.05, 0.99))
+def test_fuzz_generate_deep(seed, prompt, pad, temperature, eos, top_p):
+    _check_generate(seed, prompt, pad, temperature, eos, top_p)
 
 
 # --- processors on random logits -----------------------------------------------------------------------------

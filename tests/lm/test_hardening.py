@@ -128,8 +128,8 @@ def test_a_tiny_temperature_samples_the_argmax_without_nan():
     # the shapes and processor of tests/lm/test_fuzz.py::test_fuzz_generate (one compiled program for both)
     prompt = np.array([[5, 9, 1, 2], [0, 0, 7, 3]], np.int32)
     mask = np.array([[True] * 4, [False, False, True, True]])
-    out = lm.generate(KEY, MODEL, prompt, mask, max_new_tokens=3, processor=lm.chain(lm.TopK(8), lm.TopP(0.9)),
-                      temperature=1e-30, eos_token_id=63, pad_token_id=0)
+    out = lm.generate(KEY, MODEL, prompt, mask, max_new_tokens=3, processor=lm.TopK(8), temperature=1e-30,
+                      eos_token_id=63, pad_token_id=0)
     argmax = np.argmax(np.asarray(lm.forward(MODEL, prompt, mask))[:, -1], axis=-1)
     np.testing.assert_array_equal(np.asarray(out.tokens)[:, 0], argmax)
     assert np.isfinite(np.asarray(out.logprobs)).all() and np.isfinite(np.asarray(out.model_logprobs)).all()
