@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -51,6 +52,7 @@ class PlanningResult(NamedTuple):
     value: Float[Array, ""]
 
 
+@eqx.filter_jit  # one program per lock shape (an eager scan compiled anew at every call)
 def _backward(lock: CombinationLock, table):
     P, R = transition_matrix(lock), reward_matrix(lock)
     s_count = lock.num_latent
