@@ -313,7 +313,8 @@ def query_contracted(key: Any, contracted: ContractedGraph, graph: DynamicGraph,
         :class:`ContractedQueryResult`.
 
     Raises:
-        TypeError, ValueError: wrong types, ``num_clusters`` out of range.
+        TypeError, ValueError: wrong types, ``num_clusters`` out of range (more than the super-nodes of
+            positive degree), a contracted graph without edges.
 
     References:
         S. Laenen, H. Sun, ICML 2024, Section 4 (query: spectral clustering of the contracted graph).
@@ -334,7 +335,12 @@ def query_contracted(key: Any, contracted: ContractedGraph, graph: DynamicGraph,
         raise TypeError(expected("graph", "a DynamicGraph", type(graph).__name__, raw=True))
     traced = not is_concrete(contracted, graph)   # under a caller's jit: shapes must already fit
     ns = contracted.supernode_capacity if traced else int(contracted.num_supernodes)
-    k = check_int(num_clusters, "num_clusters", minimum=1, maximum=max(ns, 1))
+    top = ns
+    if not traced:  # super-nodes of degree 0 are excluded: k more clusters than the rest would report padding
+        top = int(np.sum(np.asarray(contracted.matrix).sum(axis=1)[:ns] > 0))
+        if top == 0:
+            raise ValueError(expected("contracted", "a super-node with an edge", "none", raw=True))
+    k = check_int(num_clusters, "num_clusters", minimum=1, maximum=max(top, 1))
     num_init = check_int(num_init, "num_init", minimum=1)
     if not isinstance(recontract, (bool, np.bool_)):
         raise TypeError(expected("recontract", "a bool", type(recontract).__name__, raw=True))

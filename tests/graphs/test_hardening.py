@@ -239,3 +239,16 @@ def test_dynamic_clustering_refuses():
 def test_streams_refuse(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_query_needs_as_many_supernodes_with_edges_as_clusters():
+    # vertex 3 is isolated: its super-node has degree 0 and cannot be a cluster of its own (the query
+    # reported the padding eigenvalue 3 as the third eigenvalue before)
+    g = G.from_edges([0, 1], [1, 2], num_vertices=4)
+    cg = G.contract(g, np.array([0, 0, 1, 2]), 3)
+    with pytest.raises(ValueError, match=r"^num_clusters: expected an int in \[1, 2\], got 3"):
+        G.query_contracted(KEY, cg, g, 3)
+    g2 = G.from_edges([0], [1], num_vertices=3)
+    cg2 = G.contract(g2, np.array([0, 0, 1]), 2, edge_weight=np.zeros(64, np.float32))
+    with pytest.raises(ValueError, match="^contracted: expected a super-node with an edge"):
+        G.query_contracted(KEY, cg2, g2, 1)
