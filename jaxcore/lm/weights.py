@@ -244,10 +244,15 @@ def llama_from_arrays(arrays: dict[str, np.ndarray], dtype: str = "float32") -> 
     """The :class:`Llama` of :func:`gguf_arrays`' output (weights stored as ``dtype``).
 
     Raises:
-        ValueError: unknown ``dtype``; metadata missing.
+        TypeError: ``arrays`` is not a dict.
+        ValueError: unknown ``dtype``; metadata or weights missing.
     """
     check_choice(dtype, "dtype", ("float32", "bfloat16"))
     config = llama_config_from_gguf(metadata_of(arrays))
+    missing = [n for n in ("embed", "final_norm", "attn_norm", "wqkv", "wo", "mlp_norm", "w_gate_up", "w_down")
+               if n not in arrays]
+    if missing:
+        raise ValueError(expected("arrays", "the weights of gguf_arrays", f"no {', '.join(missing)}", raw=True))
     if "head" in arrays:
         config = LlamaConfig(**{**{f: getattr(config, f) for f in config.__dataclass_fields__}, "tie_embeddings": False})
     j = lambda a: jnp.asarray(a)  # noqa: E731

@@ -20,6 +20,12 @@ T = np.array([[1, 2, 3]], np.int32)
 RUNTIME = (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError, ValueError)  # ValueError: the CPU callback wrapper
 
 
+_META = {f"meta:{k}": np.asarray(v) for k, v in {
+    "general.architecture": "llama", "llama.vocab_size": 64, "llama.embedding_length": 32,
+    "llama.feed_forward_length": 96, "llama.block_count": 2, "llama.attention.head_count": 4,
+    "llama.attention.layer_norm_rms_epsilon": 1e-5}.items()}  # a config without its weights
+
+
 def _tok():
     return lm.Tokenizer(["a", "b", "c", "ab"], ["a b"], eos_token_id=0)
 
@@ -185,6 +191,7 @@ def test_model_construction_refuses(call, exc, match):
     (lambda: lm.llama_from_arrays({}, "float16"), ValueError, "^dtype: expected one of 'float32', 'bfloat16'"),
     (lambda: lm.llama_from_gguf("/x.gguf", "int8"), ValueError, "^dtype: expected one of"),
     (lambda: lm.metadata_of(None), TypeError, "^arrays: expected a dict"),
+    (lambda: lm.llama_from_arrays(_META), ValueError, "^arrays: expected the weights of gguf_arrays, got no embed"),
     (lambda: lm.to_transformers("m"), TypeError, "^model: expected a jaxcore.lm.Llama"),
     (lambda: lm.to_transformers(MODEL, dtype="float16"), ValueError, "^dtype: expected one of 'float32', 'bfloat16'"),
     (lambda: lm.load_smollm2("int8"), ValueError, "^dtype: expected one of"),
