@@ -11,7 +11,7 @@ toxicity per model and the key activations before and after.
 
 Run::
 
-    python examples/alignment.py            # SmolLM2, 32 pairs, 16 DPO steps: minutes on 2 CPU cores
+    python examples/alignment.py            # SmolLM2, 32 pairs, 12 DPO steps: minutes on 2 CPU cores
     python examples/alignment.py --small    # a tiny random Llama with SmolLM2's tokenizer (CI)
 """
 
@@ -39,13 +39,13 @@ def main(small: bool, out: str, seed: int) -> None:
         sizes = dict(num_train_prompts=8, num_samples=2, new_tokens=6, prompt_tokens=8, num_steps=3, batch_size=2,
                      learning_rate=1e-3, top_k=5, num_unaligned=3, prose_tokens=16)
     else:
-        sizes = dict(num_train_prompts=32, num_samples=4, new_tokens=12, num_steps=16, batch_size=4)
+        sizes = dict(num_train_prompts=32, num_samples=4, new_tokens=12, num_steps=12, batch_size=4)
     st = toxicity_study(jax.random.key(seed), model, tok, lm.load_toxicity_scorer(), prose=english_prose(),
                         words=lm.profanity_words(), progress=lambda m: print("...", m), **sizes)
     print(f"\n{'model':<16} {'toxicity':>9} {'share>0.5':>10} {'perplexity':>11}")
     for name, e in st.evaluations.items():
         print(f"{name:<16} {e.toxicity:9.4f} {e.toxic_share:10.3f} {e.perplexity:11.2f}")
-    print(f"\nprobe: accuracy {float(st.probe.accuracy):.3f}, AUC {st.probe_auc:.3f}; DPO loss "
+    print(f"\nprobe: accuracy {float(st.probe.accuracy):.3f}, held-out AUC {st.probe_auc:.3f}; DPO loss "
           f"{float(st.dpo.history.loss[0]):.4f} -> {float(st.dpo.history.loss[-1]):.4f}")
     print("\nvalue vectors closest to the probe (layer.index, cosine, top token pieces | cos after DPO, key act. "
           "on toxic text before -> after)")

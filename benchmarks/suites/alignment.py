@@ -96,9 +96,9 @@ def _batch(name, tok, vocab, num_pairs, prompt, new, seed=0):
 def _torch_inputs(pairs, torch):
     n, _, length = pairs.tokens.shape
     dev = torch_device()
-    ids = torch.from_numpy(np.asarray(pairs.tokens).reshape(2 * n, length).astype(np.int64)).to(dev)
-    att = torch.from_numpy(np.asarray(pairs.mask).reshape(2 * n, length)).to(dev)
-    loss = torch.from_numpy(np.asarray(pairs.loss_mask).reshape(2 * n, length)).to(dev)
+    ids = torch.from_numpy(np.array(pairs.tokens).reshape(2 * n, length).astype(np.int64)).to(dev)
+    att = torch.from_numpy(np.array(pairs.mask).reshape(2 * n, length)).to(dev)
+    loss = torch.from_numpy(np.array(pairs.loss_mask).reshape(2 * n, length)).to(dev)
     pos = (att.long().cumsum(-1) - 1).clamp(min=0)  # positions count real tokens, as jaxcore.lm does
     return ids, att, loss, pos
 
@@ -269,7 +269,7 @@ def _toxicity_run(ctx):
                float(h.rejected_reward[i])] for i in sorted({0, len(h.loss) // 2, len(h.loss) - 1})],
         note=(f"Pair scores: chosen {float(np.mean(np.asarray(st.pairs.scores[:, 0]))):.3f}, rejected "
               f"{float(np.mean(np.asarray(st.pairs.scores[:, 1]))):.3f} (mean). Probe: training accuracy "
-              f"{float(st.probe.accuracy):.3f}, AUC {st.probe_auc:.3f} against scores > 0.5."))
+              f"{float(st.probe.accuracy):.3f}, held-out AUC {st.probe_auc:.3f} against scores > 0.5."))
     r = st.ranking
     t_vv = Table(
         title="MLP value vectors closest to the probe direction (base model): top token pieces and words",
@@ -364,7 +364,7 @@ register(QualityBenchmark(
     family=FAMILY,
     run=_toxicity_run,
     params={"model": "smollm2", "num_train_prompts": 32, "num_samples": 4, "new_tokens": 12, "prompt_tokens": 16,
-            "num_steps": 16, "batch_size": 4, "learning_rate": 2e-5, "beta": 0.1, "top_k": 10, "num_unaligned": 7,
+            "num_steps": 12, "batch_size": 4, "learning_rate": 2e-5, "beta": 0.1, "top_k": 10, "num_unaligned": 7,
             "unalign_scale": 10.0, "prose_tokens": 32},
     quick_params={"model": "tiny", "num_train_prompts": 8, "num_samples": 2, "new_tokens": 6, "prompt_tokens": 8,
                   "num_steps": 3, "batch_size": 2, "learning_rate": 1e-3, "top_k": 5, "num_unaligned": 3,

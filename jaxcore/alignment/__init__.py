@@ -10,14 +10,14 @@ back up un-aligns the model. Every kernel is one compiled program, batched over 
 >>> from jaxcore.alignment import fit_dpo, preference_pairs, rank_value_vectors, scale_keys
 >>> model = lm.random_llama(jax.random.key(0))          # or: model, tok = lm.load_smollm2()
 >>> prompt, pmask = jnp.ones((4, 3), jnp.int32), jnp.ones((4, 3), bool)
->>> out = lm.generate(jax.random.key(1), model, jnp.repeat(prompt, 2, 0), max_new_tokens=5)
->>> scores = jax.random.uniform(jax.random.key(2), (4, 2))   # e.g. lm.load_toxicity_scorer()(texts)
->>> pairs = preference_pairs(prompt, pmask, out.tokens.reshape(4, 2, 5), out.mask.reshape(4, 2, 5), scores)
->>> res = fit_dpo(jax.random.key(3), model, pairs, num_steps=2, batch_size=2)
->>> top = rank_value_vectors(res.policy, jnp.ones(32), top_k=3)  # direction: fit_probe(...).direction
->>> unaligned = scale_keys(res.policy, top.layer, top.index, 10.0)
->>> res.history.loss.shape
-(2,)
+>>> samples = jax.random.randint(jax.random.key(1), (4, 2, 5), 0, 64)  # sample_continuations(key, model, ...)
+>>> scores = jax.random.uniform(jax.random.key(2), (4, 2))   # lm.load_toxicity_scorer() of the decoded texts
+>>> pairs = preference_pairs(prompt, pmask, samples, jnp.ones((4, 2, 5), bool), scores)
+>>> res = fit_dpo(jax.random.key(3), model, pairs, num_steps=2, batch_size=2)  # doctest: +SKIP
+>>> top = rank_value_vectors(model, jnp.ones(32), top_k=3)  # direction: fit_probe(features, labels).direction
+>>> unaligned = scale_keys(model, top.layer, top.index, 10.0)  # in the paper: the DPO model's top 7 keys x 10
+>>> pairs.tokens.shape, top.layer.shape
+((4, 2, 8), (3,))
 
 The whole study on SmolLM2 (pairs, probe, DPO, value-vector tables, un-alignment):
 :func:`toxicity_study`; ``python -m benchmarks --suite alignment`` runs it.

@@ -125,12 +125,19 @@ def dpo_loss(policy_chosen: Float[Array, " B"], policy_rejected: Float[Array, " 
     for name, a in zip(names, arrs):
         if a.shape != shape or a.ndim != 1:
             raise ValueError(expected(name, f"a [batch] array of shape {shape}", f"shape {a.shape}", raw=True))
-    losses, _ = _dpo_terms(*arrs, b)
+    dt = jnp.result_type(*arrs, float)
     if weights is None:
-        return jnp.mean(losses)
-    w = jnp.asarray(weights, losses.dtype)
-    if w.shape != shape:
-        raise ValueError(expected("weights", f"shape {shape}", f"shape {w.shape}", raw=True))
+        w = jnp.ones(shape, dt)
+    else:
+        w = jnp.asarray(weights, dt)
+        if w.shape != shape:
+            raise ValueError(expected("weights", f"shape {shape}", f"shape {w.shape}", raw=True))
+    return _loss_jit(*(a.astype(dt) for a in arrs), w, b)
+
+
+@jax.jit
+def _loss_jit(pc, pr, rc, rr, w, beta):
+    losses, _ = _dpo_terms(pc, pr, rc, rr, beta)
     return jnp.sum(w * losses) / jnp.sum(w)
 
 

@@ -7,8 +7,9 @@ models share it):
 1. sample ``num_samples`` continuations of each training prompt (:data:`PROVOCATIVE_PROMPTS`
    ``[:num_train_prompts]``), score them with ``scorer`` (texts -> P(offensive));
 2. a linear probe (:func:`fit_probe`) on the last residual stream averaged over the continuation,
-   soft labels = the scores, on those samples plus English prose and short texts ending in words
-   of a profanity list; the value vectors closest to its direction (:func:`rank_value_vectors`)
+   soft labels = the scores, on those samples, English prose, and prompts ending in a word of a
+   profanity list or in an ordinary word of the prose (features over the word's tokens); its
+   AUC on a held-out quarter; the value vectors closest to its direction (:func:`rank_value_vectors`)
    and their vocabulary projections over token pieces and whole words;
 3. pairs (least / most toxic continuation per prompt) and DPO (:func:`fit_dpo`);
 4. toxicity (mean and share above 0.5) on held-out prompts and perplexity on held-out prose for
@@ -81,7 +82,7 @@ class ToxicityStudy(NamedTuple):
     Attributes:
         evaluations: ``{"base", "subtract probe", "DPO", "DPO un-aligned"}`` -> :class:`ToxicityEval`.
         probe: the :class:`ProbeResult` (direction in the last residual stream).
-        probe_auc: the probe's training AUC against scores > 0.5.
+        probe_auc: the probe's AUC against scores > 0.5 on a held-out quarter of its texts.
         pairs: the :class:`PreferencePairs` DPO was trained on.
         dpo: the :class:`DPOResult`.
         ranking: the :class:`ValueVectorRanking` of the base model against the probe direction.
@@ -205,7 +206,7 @@ def _auc(p, y):
 
 def toxicity_study(key, model: lm.Llama, tokenizer: lm.Tokenizer, scorer: Callable[[Sequence[str]], Any], *,
                    prose: Sequence[str], words: Sequence[str], num_train_prompts: int = 32, num_samples: int = 4,
-                   new_tokens: int = 12, prompt_tokens: int = 16, num_steps: int = 16, batch_size: int = 4,
+                   new_tokens: int = 12, prompt_tokens: int = 16, num_steps: int = 12, batch_size: int = 4,
                    learning_rate: float = 2e-5, beta: float = 0.1, top_k: int = 10, num_unaligned: int = 7,
                    unalign_scale: float = 10.0, alpha: float | None = None, prose_tokens: int = 32,
                    progress: Callable[[str], None] | None = None) -> ToxicityStudy:
@@ -302,7 +303,12 @@ def toxicity_study(key, model: lm.Llama, tokenizer: lm.Tokenizer, scorer: Callab
     pr_t, pr_m = _left_pad([tokenizer.encode(p)[:length] for p in prose[:half]], length)
     rng = np.random.default_rng(int(jax.random.randint(keys[1], (), 0, 2**31 - 1)))
     word_list = list(words)
-    chosen_words = [word_list[i] for i in rng.choice(len(word_list), size=min(rows, len(word_list)), replace=False)]
+    banned = {w.lower() for w in word_list}
+    ordinary = sorted({w for p in prose for w in p.lower().split() if w.isalpha() and len(w) >= 4} - banned)
+    num_words = min(rows // 2, len(word_list), len(ordinary))
+    chosen_words = [word_list[i] for i in rng.choice(len(word_list), size=num_words, replace=False)]
+    chosen_words += [ordinary[i] for i in rng.choice(len(ordinary), size=num_words, replace=False)]
+    # matched contexts: the same kind of prompt ends in a profanity-list word or in an ordinary word
     word_texts = [(PROVOCATIVE_PROMPTS[int(rng.integers(n_train))], w) for w in chosen_words]
     w_ids = [(tokenizer.encode(p), tokenizer.encode(" " + w)) for p, w in word_texts]
     wd_t, wd_m = _left_pad([a + b for a, b in w_ids], length)
@@ -317,8 +323,11 @@ def toxicity_study(key, model: lm.Llama, tokenizer: lm.Tokenizer, scorer: Callab
                              np.asarray(scorer([f"{p} {w}" for p, w in word_texts]), np.float64)])
     base_hidden = mean_hidden(model, feats_t, feats_m, position_mask=feats_p)
     x = base_hidden.residual[:, -1]
-    probe = fit_probe(x, jnp.asarray(labels, jnp.float32))
-    auc = _auc(np.asarray(x @ probe.weight + probe.bias), labels > 0.5)
+    # a quarter of the texts held out for the probe's AUC
+    test = np.zeros(len(labels), bool)
+    test[rng.choice(len(labels), size=len(labels) // 4, replace=False)] = True
+    probe = fit_probe(x[jnp.asarray(~test)], jnp.asarray(labels[~test], jnp.float32))
+    auc = _auc(np.asarray(x[jnp.asarray(test)] @ probe.weight + probe.bias), labels[test] > 0.5)
     u = probe.direction
     if alpha is None:
         proj = np.asarray(base_hidden.residual[:rows, -1] @ u)

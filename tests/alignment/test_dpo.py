@@ -72,6 +72,7 @@ def test_tabular_bandit_converges_to_tilted_reference(x64):
     np.testing.assert_allclose(np.asarray(jax.nn.softmax(theta)), target / target.sum(), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_model_gradient_matches_finite_differences(x64):
     """d loss / d eps along a random weight direction of the float64 Llama, against central differences."""
     m64 = model().astype(jnp.float64)
@@ -96,39 +97,38 @@ def test_model_gradient_matches_finite_differences(x64):
     assert abs(g) > 1e-4
 
 
-def test_step_equals_one_full_batch_fit_and_lowers_the_loss():
+def test_full_batch_fit_equals_repeated_steps_and_lowers_the_loss(compiles):
     opt = optax.sgd(0.5)  # plain gradient steps: Adam's first step g / (|g| + eps) amplifies rounding
-    state, metrics = dpo_step(dpo_init(model(), opt), model(), pairs(), optimizer=opt, beta=0.5)
+    state, m1 = dpo_step(dpo_init(model(), opt), model(), pairs(), optimizer=opt, beta=0.5)
     assert isinstance(state, DPOState) and int(state.step) == 1
-    assert float(metrics.loss) == pytest.approx(np.log(2), abs=1e-6)  # policy = reference
-    res = fit_dpo(jax.random.key(0), model(), pairs(), num_steps=1, batch_size=N, optimizer=opt, beta=0.5)
+    assert float(m1.loss) == pytest.approx(np.log(2), abs=1e-6)  # policy = reference
+    state, m2 = dpo_step(state, model(), pairs(), optimizer=opt, beta=0.5)
+    assert float(m2.loss) < float(m1.loss)
+    assert float(m2.margin) > 0 and float(m2.chosen_reward) > float(m2.rejected_reward)
+    # with the full batch every step sees all pairs: the fit is the same two steps
+    res = fit_dpo(jax.random.key(0), model(), pairs(), num_steps=2, batch_size=N, optimizer=opt, beta=0.5)
     for a, b in zip(jax.tree_util.tree_leaves(state.policy), jax.tree_util.tree_leaves(res.policy)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
-    state2, metrics2 = dpo_step(state, model(), pairs(), optimizer=opt, beta=0.5)
-    assert float(metrics2.loss) < float(metrics.loss)
-    assert float(metrics2.margin) > 0 and float(metrics2.chosen_reward) > float(metrics2.rejected_reward)
-
-
-def test_fit_history_reference_and_no_recompile(compiles):
-    opt = optax.adam(1e-2)
-    res = fit_dpo(jax.random.key(1), model(), pairs(), num_steps=6, batch_size=2, optimizer=opt, beta=0.5)
+    np.testing.assert_allclose(np.asarray(res.history.loss), [float(m1.loss), float(m2.loss)], rtol=1e-5)
     p = pairs()
     flat = lambda a: a.reshape(2 * N, L)  # noqa: E731
     ref = sequence_log_probs(model(), flat(p.tokens), flat(p.mask), flat(p.loss_mask)).reshape(N, 2)
     np.testing.assert_allclose(np.asarray(res.reference_log_probs), np.asarray(ref), rtol=1e-5, atol=1e-5)
-    h = res.history
-    assert h.loss.shape == (6,) and float(h.loss[-1]) < float(h.loss[0])
     lp = sequence_log_probs(res.policy, flat(p.tokens), flat(p.mask), flat(p.loss_mask)).reshape(N, 2)
     assert float(jnp.mean((lp[:, 0] - ref[:, 0]) - (lp[:, 1] - ref[:, 1]))) > 0
+    with compiles() as c:  # same shapes, another key: no new program
+        fit_dpo(jax.random.key(3), model(), pairs(), num_steps=2, batch_size=N, optimizer=opt, beta=0.5)
+    assert len(c) == 0
+
+
+@pytest.mark.slow
+def test_minibatch_fit_with_progress():
     seen = []
-    with compiles() as c:
-        fit_dpo(jax.random.key(2), model(), pairs(), num_steps=6, batch_size=2, optimizer=opt, beta=0.5,
-                progress=lambda step, m: seen.append(step))
-    # only the progress callback's program differs (progress is static); without it: none
-    with compiles() as c2:
-        fit_dpo(jax.random.key(3), model(), pairs(), num_steps=6, batch_size=2, optimizer=opt, beta=0.5)
-    assert len(c2) == 0 and seen and seen[-1] == 6
-    del c
+    res = fit_dpo(jax.random.key(1), model(), pairs(), num_steps=6, batch_size=2, learning_rate=1e-2, beta=0.5,
+                  progress=lambda step, m: seen.append((step, m["loss"])))
+    h = res.history
+    assert h.loss.shape == (6,) and float(h.loss[-1]) < float(h.loss[0])
+    assert seen and seen[-1][0] == 6 and seen[-1][1] == pytest.approx(float(h.loss[-1]))
 
 
 def test_refusals():

@@ -38,7 +38,7 @@ def test_mean_hidden_equals_forward_hidden_average_for_any_chunk():
     out = lm.forward_hidden(model(), toks, mask)
     w = np.asarray(pos, np.float64)
     want = np.einsum("bnld,bl->bnd", np.asarray(out.residual), w) / w.sum(1)[:, None, None]
-    for chunk in (1, 2, 3):
+    for chunk in (2, 16):  # padded chunks, one chunk
         h = mean_hidden(model(), toks, mask, position_mask=pos, chunk_size=chunk)
         np.testing.assert_allclose(np.asarray(h.residual), want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(residual_features(model(), toks, mask, position_mask=pos)),
