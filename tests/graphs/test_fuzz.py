@@ -155,6 +155,10 @@ points = arrays(np.float32, (20, 2), elements=st.floats(-1e3, 1e3, width=32))
 
 def _check_kmeans(x, k, scale, seed):
     x = (x.astype(np.float64) * scale).astype(np.float32)
+    if 4 * (x.astype(np.float64) ** 2).sum(1).max() > np.finfo(np.float32).max:  # squared distances overflow
+        with pytest.raises(ValueError, match="^x: expected points whose squared norms fit in float32"):
+            G.kmeans(jax.random.key(seed), x, k, num_init=2)
+        return
     r = G.kmeans(jax.random.key(seed), x, k, num_init=2)
     lab, c, inertia = np.asarray(r.labels), np.asarray(r.centers, np.float64), float(r.inertia)
     assert lab.shape == (20,) and lab.dtype == np.int32 and c.shape == (k, 2)
@@ -185,23 +189,32 @@ def test_fuzz_kmeans_deep(x, k, scale, seed):
 # --- the dynamic algorithm (deep only: the query compiles a dense eigh and k-means) --------------------------
 
 
+NEW = list(itertools.combinations(range(NV + 8), 2))   # updates may insert vertices 16 .. 23
+
+
 @pytest.mark.slow
 @settings(max_examples=40)
-@given(edges, weights, seeds, st.integers(1, 4))
-def test_fuzz_dynamic_deep(pairs, w, seed, split):
-    g0, s, d, w = _build(pairs[:split], w)
-    state, first = G.init_clustering(jax.random.key(seed), g0, 1, sampling_constant=1e6)
-    rest = pairs[split:]
-    if rest:
-        state = G.update_clustering(jax.random.key(seed + 1), state, [p[0] for p in rest], [p[1] for p in rest])
+@given(st.lists(st.sampled_from([p for p in PAIRS if p not in PATH]), max_size=10, unique=True), weights, seeds,
+       st.lists(st.sampled_from(NEW), min_size=1, max_size=10, unique=True))
+def test_fuzz_dynamic_deep(chords, w, seed, update):
+    g0, s, d, w = _build(PATH + chords, w)        # 16 active vertices: one eigensolver program
+    state, first = G.init_clustering(jax.random.key(seed), g0, 2, sampling_constant=1e6)
+    assert ((np.asarray(first.labels)[:NV] >= 0) & (np.asarray(first.labels)[:NV] < 2)).all()
+    state = G.update_clustering(jax.random.key(seed + 1), state, [p[0] for p in update], [p[1] for p in update])
     g = state.graph
     n = int(g.num_vertices)
+    assert n == max(NV, max(max(p) for p in update) + 1) and int(g.num_edges) == len(PATH + chords) + len(update)
     # the contracted matrix is Y^T A_c Y for the sparsifier's weights (all kept at this constant)
     a = g.adjacency()
-    y = np.eye(state.contracted.supernode_capacity)[np.asarray(state.contracted.assign)[:n]]
-    np.testing.assert_allclose(np.asarray(state.contracted.matrix), y.T @ a @ y, rtol=1e-5, atol=1e-6)
-    k = min(2, int(state.contracted.num_supernodes))
-    q = G.query_clustering(jax.random.key(seed + 2), state, k)
+    assign = np.asarray(state.contracted.assign)[:n]
+    seen = np.zeros(n, bool)
+    seen[:NV] = True
+    seen[[v for p in update for v in p]] = True
+    np.testing.assert_array_equal(assign >= 0, seen)                # never-seen vertices have no super-node
+    y = np.eye(state.contracted.supernode_capacity)[np.where(seen, assign, 0)] * seen[:, None]
+    np.testing.assert_allclose(np.asarray(state.contracted.matrix), y.T @ a @ y, rtol=1e-5, atol=1e-5)
+    q = G.query_clustering(jax.random.key(seed + 2), state, 2)
     lab = np.asarray(q.labels)
-    assert ((lab[:n] >= 0) & (lab[:n] < k)).all() and (lab[n:] == -1).all()
-    assert np.isfinite(np.asarray(q.eigenvalues)).all()
+    assert ((lab[:n][seen] >= 0) & (lab[:n][seen] < 2)).all() and (lab[:n][~seen] == -1).all()
+    assert (lab[n:] == -1).all() and np.isfinite(np.asarray(q.eigenvalues)).all()
+    assert int(q.state.contracted.num_supernodes) == 2             # re-contracted by the new clustering
