@@ -15,13 +15,13 @@ over, absolute times do not):
 
 Quality (``decoding.frontier``): SmolLM2-135M-Instruct continues English prose prompts
 (:func:`jaxcore.datasets.english_prose`); the reward is a topic reward (the fraction of generated
-tokens among the single-token words of a "science" topic, :func:`jaxcore.decoding.keyword_reward`),
-a second topic ("nature") gives the two-reward trade-off. Base samples train a value head (CD-FUDGE)
+tokens among the single-token words of a statistics topic, :func:`jaxcore.decoding.keyword_reward`),
+a second topic (medicine) gives the two-reward trade-off. Base samples train a value head (CD-FUDGE)
 and a Q head (CD-Q) per topic; then on held-out samples of the same prompts: reward vs KL to the
 base for CD-Q and CD-FUDGE over a lambda sweep (KL: the sample mean of sum_t log pi - log p),
 blockwise CD for M in {4, whole} x K (KL: the bound (N / M)(log K - (K - 1) / K)), best-of-K by the
 reward itself (KL bound log K - (K - 1) / K), and CD-Q on ``combine([Q_A, Q_B], [w, 1 - w])``.
-Default: 8 prompts x 16 samples for training (2 x K_max), x 2 for evaluation, 16 new tokens; smoke: the tiny
+Default: 4 prompts x 8 samples for training (2 x K_max), x 2 for evaluation, 16 new tokens, K <= 4; smoke: the tiny
 random Llama; the full configuration: more prompts, 32 tokens, K up to 16, M in {4, 16, whole}.
 """
 
@@ -49,12 +49,18 @@ from jaxcore import lm
 from jaxcore.datasets import english_prose
 
 FAMILY = "decoding"
-TOPIC_A = ["data", "analysis", "study", "research", "measure", "measurements", "values", "number", "numbers",
+# topic A: statistics and mathematics; topic B: medicine and biology (both plausible after the prompts:
+# scikit-learn's descriptions of its data sets, breast-cancer imaging among them)
+TOPIC_A = ["data", "analysis", "study", "measure", "measurements", "values", "value", "number", "numbers",
            "statistics", "statistical", "sample", "samples", "variables", "variable", "attributes", "model",
-           "models", "features", "classification", "class", "classes", "dataset", "database", "test", "results"]
-TOPIC_B = ["water", "plant", "plants", "species", "tree", "trees", "flower", "flowers", "animal", "animals", "fish",
-           "sea", "river", "forest", "leaf", "leaves", "bird", "birds", "wine", "grape", "soil", "sun", "green",
-           "nature", "natural", "garden"]
+           "models", "features", "feature", "classification", "class", "dataset", "test", "results", "mean",
+           "average", "error", "standard", "deviation", "linear", "plane", "method", "function", "algorithm",
+           "matrix", "vector", "vectors", "equation", "computed", "distribution", "probability", "regression",
+           "parameters", "estimate", "metric", "space", "points", "set", "sets"]
+TOPIC_B = ["cell", "cells", "cancer", "tumor", "tumors", "patient", "patients", "breast", "diagnosis", "medical",
+           "clinical", "tissue", "malignant", "benign", "nuclei", "nucleus", "disease", "health", "blood", "doctor",
+           "hospital", "biopsy", "needle", "body", "gene", "genes", "protein", "treatment", "surgery", "organ",
+           "skin", "mass", "images", "image", "biology", "biological", "life", "human", "brain", "heart"]
 
 
 @functools.lru_cache(maxsize=2)
@@ -110,7 +116,6 @@ def _hf_cd(hf, prompt, head, lam, new):
     from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
     w = torch.from_numpy(np.asarray(head.weight)).to(torch_device())
-    b = torch.from_numpy(np.asarray(head.bias)).to(torch_device())
     store = {}
 
     def hook(module, inputs):
@@ -119,8 +124,8 @@ def _hf_cd(hf, prompt, head, lam, new):
     class QProcessor(LogitsProcessor):
         def __call__(self, input_ids, scores):
             h = store["h"].float()
-            n = h * torch.rsqrt(torch.clamp((h * h).mean(-1, keepdim=True), min=1e-30))
-            return scores + lam * (n @ w + b)
+            n = h * torch.rsqrt(torch.clamp((h * h).sum(-1, keepdim=True), min=1e-30))
+            return scores + lam * (n @ w)
 
     handle = hf.model.norm.register_forward_pre_hook(hook)
     try:
@@ -294,7 +299,7 @@ def _frontier_run(ctx):
         title=f"Topic reward vs KL to the base model ({len(ep)} samples, {n_new} new tokens)",
         columns=["method", "setting", "reward A (mean)", "KL to base (nats)", "KL"],
         rows=rows,
-        note=("reward A: fraction of generated tokens in the science topic; base-model reward "
+        note=("reward A: fraction of generated tokens in the statistics topic; base-model reward "
               f"{r0:.3f}. 'sampled': mean of sum_t log pi - log p over the samples; 'bound': "
               "log K - (K - 1) / K per block (the paper's best-of-K figure). CD-FUDGE: only the top-k "
               "next tokens are rescored, the rest keep their base logits."),
@@ -311,7 +316,7 @@ def _frontier_run(ctx):
                       _kl_sample(out)])
     t_trade = Table(
         title=f"Two rewards: CD-Q with combine((Q_A, Q_B), (w, 1 - w)), lambda = {lam2}",
-        columns=["w", "reward A (science)", "reward B (nature)", "KL to base (nats)"],
+        columns=["w", "reward A (statistics)", "reward B (medicine)", "KL to base (nats)"],
         rows=[["base", r0, float(rew_b(out0.tokens, out0.mask).mean()), 0.0]] + trade,
         note="The trade-off moves with the weight: w = 1 steers to topic A only, w = 0 to topic B only.",
     )
@@ -319,7 +324,7 @@ def _frontier_run(ctx):
         title=f"Prefix scorers: {len(tp)} base samples, {steps} Adam steps",
         columns=["head", "loss (first step)", "loss (last step)"],
         rows=[[k, float(v.losses[0]), float(v.losses[-1])] for k, v in fits.items()],
-        note="V: CD-FUDGE value heads; Q: CD-Q heads; A: science topic, B: nature topic.",
+        note="V: CD-FUDGE value heads; Q: CD-Q heads; A: statistics topic, B: medicine topic.",
     )
     metrics = {f"decoding.frontier.{r[0]}.{r[1]}.reward".replace(" ", "_"): r[2] for r in rows}
     figures = []
@@ -340,8 +345,8 @@ def _frontier_run(ctx):
         ax[1].plot([t[1] for t in trade], [t[2] for t in trade], marker="o")
         for t in trade:
             ax[1].annotate(f"w={t[0]}", (t[1], t[2]), fontsize=7)
-        ax[1].set_xlabel("reward A (science)")
-        ax[1].set_ylabel("reward B (nature)")
+        ax[1].set_xlabel("reward A (statistics)")
+        ax[1].set_ylabel("reward B (medicine)")
         ax[1].set_title("two-reward trade-off")
         fig.tight_layout()
         path = ctx.out_dir / "decoding_frontier.png"
@@ -360,10 +365,12 @@ register(QualityBenchmark(
     name="decoding.frontier",
     family=FAMILY,
     run=_frontier_run,
-    params={"model": "smollm2", "num_prompts": 4, "prompt_tokens": 12, "new_tokens": 16, "eval_samples": 2, "top_k": 32, "train_steps": 60, "learning_rate": 0.02, "strengths": [10.0, 40.0],
-            "fudge_k": 4, "num_candidates": [2, 4, 8], "block_sizes": [4], "block_candidates": [4],
-            "combine_strength": 40.0, "weights": [0.0, 0.5, 1.0]},
-    quick_params={"model": "tiny", "num_prompts": 4, "prompt_tokens": 8, "new_tokens": 8, "eval_samples": 2, "top_k": 16, "train_steps": 30, "strengths": [10.0, 40.0], "fudge_k": 4,
-                  "num_candidates": [2, 4], "block_sizes": [4], "block_candidates": [2]},
+    params={"model": "smollm2", "num_prompts": 4, "prompt_tokens": 12, "new_tokens": 16, "eval_samples": 2,
+            "top_k": 32, "train_steps": 40, "learning_rate": 2e-3, "strengths": [10.0, 40.0], "fudge_k": 4,
+            "num_candidates": [2, 4], "block_sizes": [4], "block_candidates": [2], "combine_strength": 40.0,
+            "weights": [0.0, 0.5, 1.0]},
+    quick_params={"model": "tiny", "num_prompts": 4, "prompt_tokens": 8, "new_tokens": 8, "eval_samples": 2,
+                  "top_k": 16, "train_steps": 30, "learning_rate": 5e-3, "num_candidates": [2, 4], "block_sizes": [4],
+                  "block_candidates": [2]},
     description="reward vs KL-to-base of CD-Q, CD-FUDGE, blockwise CD and best-of-K; a two-reward trade-off",
 ))

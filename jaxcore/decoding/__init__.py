@@ -6,17 +6,24 @@ decoding then tilts each next-token distribution by ``exp(lambda Q)`` (:class:`C
 :class:`CDFudge` processors of :func:`jaxcore.lm.generate`) or keeps the best of K blocks
 (:func:`blockwise_generate`); :func:`combine` sums scorers of several rewards.
 
+On the exact tabular toy model (V = 3 tokens, T = 4 steps), where the value function is known:
+
 >>> import jax, jax.numpy as jnp
->>> from jaxcore import lm
->>> from jaxcore.decoding import CDQ, QHead, fit_cdq, keyword_reward, rollouts
->>> model = lm.random_llama(jax.random.key(0))          # or: model, tok = lm.load_smollm2()
->>> prompt = jnp.array([[1, 2, 3]] * 16)
->>> base = lm.generate(jax.random.key(1), model, prompt, max_new_tokens=8)
->>> data = rollouts(model, prompt, None, base, keyword_reward(base.tokens, jnp.array([7, 9])), top_k=16)
->>> head = fit_cdq(jax.random.key(2), QHead(32, 64), data, num_steps=30).head
->>> out = lm.generate(jax.random.key(3), model, prompt, max_new_tokens=8, processor=CDQ(head, 4.0))
->>> out.tokens.shape
-(16, 8)
+>>> from jaxcore.decoding import CDQ, QHead, fit_cdq, random_toy_lm, toy_rollouts, toy_sample, toy_values
+>>> toy = random_toy_lm(jax.random.key(0))
+>>> reward = jnp.linspace(0.0, 1.0, 81)                      # r(y) of the 81 sequences
+>>> head = fit_cdq(jax.random.key(1), QHead(toy.num_nodes, 3), toy_rollouts(toy, reward),
+...                num_steps=300, learning_rate=0.1).head
+>>> q_star = toy_values(toy, reward).q                       # the exact Q of the base model
+>>> bool(jnp.abs(head(toy.hidden(jnp.arange(40))) - q_star).max() < 0.05)
+True
+>>> toy_sample(jax.random.key(2), toy, 8, processor=CDQ(head, 4.0)).tokens.shape
+(8, 4)
+
+On a language model (``model, tok = jaxcore.lm.load_smollm2()``): ``base = lm.generate(key, model,
+prompt, mask, max_new_tokens=N)``, ``data = rollouts(model, prompt, mask, base, reward)``,
+``head = fit_cdq(key, QHead(d, V), data, num_steps=...).head``, then
+``lm.generate(key, model, prompt, mask, max_new_tokens=N, processor=CDQ(head, lam))``.
 
 References:
     S. Mudgal, J. Lee, H. Ganapathy, Y. Li, T. Wang, Y. Huang, Z. Chen, H.-T. Cheng, M. Collins,

@@ -39,8 +39,7 @@ def brevity(tokens: Int[Array, "B N"], eos_token_id: int) -> Float[Array, " B"]:
     """``1 - n / N``: n tokens up to and including the first ``eos_token_id`` (N without one).
 
     Examples:
-        >>> import jax
-import jax.numpy as jnp
+        >>> import jax.numpy as jnp
         >>> brevity(jnp.array([[5, 0, 0, 0], [5, 5, 5, 5]]), 0).tolist()
         [0.5, 0.0]
     """
@@ -88,8 +87,7 @@ def keyword_reward(tokens: Int[Array, "B N"], ids: Int[Array, " k"], mask=None) 
     """The fraction of tokens (of the live ones under ``mask``) that are in ``ids`` (jit-able).
 
     Examples:
-        >>> import jax
-import jax.numpy as jnp
+        >>> import jax.numpy as jnp
         >>> keyword_reward(jnp.array([[1, 2, 3, 1]]), jnp.array([1])).tolist()
         [0.5]
     """

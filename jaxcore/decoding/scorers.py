@@ -2,8 +2,9 @@
 
 Both read the frozen language model's final residual stream ``h`` (``[..., d]``, before the final
 norm, as :func:`jaxcore.lm.forward_hidden` and the ``uses_hidden`` processor hook of
-:func:`jaxcore.lm.generate` give it), normalise it to unit root-mean-square and apply one affine map:
-``V(h) = w . n(h) + b`` (a scalar per prefix) and ``Q(h) = W^T n(h) + c`` (one value per next token).
+:func:`jaxcore.lm.generate` give it), normalise it to unit Euclidean norm (``n(h) = h / ||h||``: one
+Adam step of size eta moves a value by at most about eta, whatever d) and apply one affine map:
+``V(h) = w . n(h) + b`` (a scalar per prefix) and ``Q(h) = W^T n(h)`` (one value per next token).
 A :class:`Combined` scorer is a weighted sum of scorers of one kind (multi-objective decoding).
 
 References:
@@ -28,11 +29,11 @@ __all__ = ["Combined", "QHead", "ValueHead", "combine"]
 
 def _normalise(hidden):
     h = hidden.astype(jnp.promote_types(hidden.dtype, default_float()))
-    return h * jax.lax.rsqrt(jnp.maximum(jnp.mean(h * h, axis=-1, keepdims=True), 1e-30))
+    return h * jax.lax.rsqrt(jnp.maximum(jnp.sum(h * h, axis=-1, keepdims=True), 1e-30))
 
 
 class ValueHead(eqx.Module):
-    """A prefix value ``V(h) = w . n(h) + b`` with ``n(h) = h / rms(h)`` (CD-FUDGE's scorer).
+    """A prefix value ``V(h) = w . n(h) + b`` with ``n(h) = h / ||h||`` (CD-FUDGE's scorer).
 
     Args:
         dim: the hidden size d.
@@ -67,10 +68,12 @@ class ValueHead(eqx.Module):
 
 
 class QHead(eqx.Module):
-    """Next-token values ``Q(h) = W^T n(h) + c`` for the whole vocabulary (CD-Q's scorer).
+    """Next-token values ``Q(h) = W^T n(h)`` for the whole vocabulary (CD-Q's scorer).
 
     ``Q(h_t)[y]`` scores the prefix extended by token ``y``; the head costs one d x V product per
-    position, about the language-model head's.
+    position, about the language-model head's. It has no bias: with a bias shared by all prefixes,
+    Adam's semi-gradient steps on CD-Q's bootstrapped target diverged on the toy model (measured),
+    without one they converge to the exact Q.
 
     Args:
         dim: the hidden size d.
@@ -87,7 +90,6 @@ class QHead(eqx.Module):
     """
 
     weight: Float[Array, "d V"]
-    bias: Float[Array, " V"]
 
     def __init__(self, dim: int, vocab_size: int, *, key=None):
         d = check_int(dim, "dim", minimum=1)
@@ -96,20 +98,19 @@ class QHead(eqx.Module):
             self.weight = jnp.zeros((d, v), default_float())
         else:
             self.weight = jax.random.normal(check_key(key), (d, v), default_float()) / np.sqrt(d)
-        self.bias = jnp.zeros((v,), default_float())
 
     @property
     def dim(self) -> int:
         return self.weight.shape[0]
 
     def __call__(self, hidden: Float[Array, "... d"]) -> Float[Array, "... V"]:
-        return _normalise(hidden) @ self.weight + self.bias
+        return _normalise(hidden) @ self.weight
 
     def at(self, hidden: Float[Array, "... d"], ids: Int[Array, "... k"]) -> Float[Array, "... k"]:
         """``Q(h)[ids]`` without forming all V values (a gather of k columns)."""
         w = jnp.take(self.weight, ids, axis=1)  # [d, ..., k]
         w = jnp.moveaxis(w, 0, -1)  # [..., k, d]
-        return jnp.einsum("...d,...kd->...k", _normalise(hidden), w) + jnp.take(self.bias, ids)
+        return jnp.einsum("...d,...kd->...k", _normalise(hidden), w)
 
 
 class Combined(eqx.Module):

@@ -50,14 +50,11 @@ class CDQ(lm.LogitsProcessor):
 
     Examples:
         >>> import jax, jax.numpy as jnp
-        >>> from jaxcore import lm
         >>> from jaxcore.decoding import QHead
-        >>> model = lm.random_llama(jax.random.key(0))
-        >>> head = QHead(32, 64, key=jax.random.key(1))
-        >>> out = lm.generate(jax.random.key(2), model, jnp.array([[1, 2]]), max_new_tokens=3,
-        ...                   processor=CDQ(head, 2.0))
-        >>> out.tokens.shape
-        (1, 3)
+        >>> p = CDQ(QHead(4, 3), 2.0)      # with lm.generate(key, model, prompt, ..., processor=p)
+        >>> z, _ = p(p.init(1), jnp.zeros((1, 3)), None, hidden=jnp.ones((1, 4)))
+        >>> z.tolist()                     # a zero head leaves the logits as they are
+        [[0.0, 0.0, 0.0]]
     """
 
     scorer: object
@@ -83,12 +80,12 @@ class CDFudge(lm.LogitsProcessor):
 
     Examples:
         >>> import jax, jax.numpy as jnp
-        >>> from jaxcore import lm
         >>> from jaxcore.decoding import ValueHead
-        >>> model = lm.random_llama(jax.random.key(0))
-        >>> p = CDFudge(ValueHead(32, key=jax.random.key(1)), 2.0, num_candidates=8)
-        >>> lm.generate(jax.random.key(2), model, jnp.array([[1, 2]]), max_new_tokens=3, processor=p).tokens.shape
-        (1, 3)
+        >>> head = eqx.tree_at(lambda h: h.bias, ValueHead(2), jnp.array(0.5))   # V = 0.5 everywhere
+        >>> p = CDFudge(head, 2.0, num_candidates=1)   # lm.generate(..., processor=p) passes extend
+        >>> extend = lambda cand: jnp.ones(cand.shape + (2,))     # hidden states of the extended prefixes
+        >>> p(p.init(1), jnp.array([[0.0, 3.0, 1.0]]), None, hidden=None, extend=extend)[0].tolist()
+        [[0.0, 4.0, 1.0]]
     """
 
     scorer: object

@@ -139,6 +139,11 @@ def toy_logprob(toy: ToyLM, tokens: Int[Array, "n T"]) -> Float[Array, " n"]:
     _check_toy(toy)
     seqs = jnp.asarray(tokens, jnp.int32)
     check_shape(seqs, "tokens", (None, toy.length))
+    return _logprob_jit(toy, seqs)
+
+
+@eqx.filter_jit
+def _logprob_jit(toy, seqs):
     lp, _ = _step_logprobs(toy, seqs)
     return jnp.sum(jnp.take_along_axis(lp, seqs[..., None], axis=-1)[..., 0], axis=-1)
 
@@ -173,7 +178,11 @@ def toy_values(toy: ToyLM, reward: Float[Array, " n"]) -> ToyValues:
         [1.0, 1.0, 1.0]
     """
     _check_toy(toy)
-    r = _check_reward(toy, reward)
+    return _values_jit(toy, _check_reward(toy, reward))
+
+
+@eqx.filter_jit
+def _values_jit(toy, r):
     v, big_t = toy.vocab_size, toy.length
     p = jax.nn.softmax(toy.logits.astype(r.dtype), axis=-1)
     level = r  # values of the nodes of length t, in order
@@ -201,8 +210,11 @@ def toy_rollouts(toy: ToyLM, reward: Float[Array, " n"]) -> Rollouts:
         (81, 5, 121)
     """
     _check_toy(toy)
-    r = _check_reward(toy, reward)
-    seqs = jnp.asarray(toy_sequences(toy.vocab_size, toy.length))
+    return _rollouts_jit(toy, _check_reward(toy, reward), jnp.asarray(toy_sequences(toy.vocab_size, toy.length)))
+
+
+@eqx.filter_jit
+def _rollouts_jit(toy, r, seqs):
     n = seqs.shape[0]
     lp, nodes = _step_logprobs(toy, seqs)
     logp = jnp.sum(jnp.take_along_axis(lp, seqs[..., None], axis=-1)[..., 0], axis=-1)
@@ -306,8 +318,13 @@ def toy_tilted_logprob(toy: ToyLM, q: Float[Array, "M V"], strength) -> Float[Ar
     qa = as_float_array(q, "q")
     check_shape(qa, "q", toy.logits.shape)
     seqs = jnp.asarray(toy_sequences(toy.vocab_size, toy.length))
+    return _tilted_logprob_jit(toy, qa, jnp.asarray(lam, qa.dtype), seqs)
+
+
+@eqx.filter_jit
+def _tilted_logprob_jit(toy, qa, lam, seqs):
     tilted = ToyLM(toy.logits.astype(qa.dtype) + lam * qa, toy.vocab_size, toy.length)
-    return toy_logprob(tilted, seqs)
+    return _logprob_jit(tilted, seqs)
 
 
 def toy_tilted_kl(toy: ToyLM, q: Float[Array, "M V"], strength) -> Float[Array, ""]:
@@ -327,6 +344,11 @@ def toy_tilted_kl(toy: ToyLM, q: Float[Array, "M V"], strength) -> Float[Array, 
     lam = check_scalar(strength, "strength", nonnegative=True)
     qa = as_float_array(q, "q")
     check_shape(qa, "q", toy.logits.shape)
+    return _tilted_kl_jit(toy, qa, jnp.asarray(lam, qa.dtype))
+
+
+@eqx.filter_jit
+def _tilted_kl_jit(toy, qa, lam):
     v = toy.vocab_size
     z = toy.logits.astype(qa.dtype)
     step_kl = tilted_kl(z, qa, lam)

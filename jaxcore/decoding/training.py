@@ -12,7 +12,7 @@ from jaxtyping import Array, Float
 
 from jaxcore._util import Progress, ProgressArg, check_int, check_key, check_progress, check_scalar, expected
 
-from .losses import Rollouts, cdq_loss, check_rollouts, fudge_loss
+from .losses import Rollouts, _cdq_loss, _fudge_loss, check_rollouts
 from .scorers import check_scorer
 
 __all__ = ["FitResult", "fit_cdq", "fit_fudge"]
@@ -106,7 +106,7 @@ def fit_fudge(key, head, data: Rollouts, *, num_steps: int, batch_size: int | No
         >>> bool(res.losses[-1] < res.losses[0])
         True
     """
-    return _fit(key, head, data, "value", fudge_loss, num_steps, batch_size, learning_rate, optimizer, progress,
+    return _fit(key, head, data, "value", _fudge_loss, num_steps, batch_size, learning_rate, optimizer, progress,
                 "fit_fudge")
 
 
@@ -137,5 +137,5 @@ def fit_cdq(key, head, data: Rollouts, *, num_steps: int, batch_size: int | None
         >>> bool(res.losses[-1] < 1e-3)
         True
     """
-    return _fit(key, head, data, "q", cdq_loss, num_steps, batch_size, learning_rate, optimizer, progress,
+    return _fit(key, head, data, "q", _cdq_loss, num_steps, batch_size, learning_rate, optimizer, progress,
                 "fit_cdq")

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
+from jaxcore import lm
 from jaxcore.decoding import QHead, ToyLM, ValueHead, random_toy_lm, toy_sequences
 
 LOGITS = np.asarray(random_toy_lm(jax.random.key(0)).logits, np.float64)
@@ -31,13 +32,17 @@ def _base_probs():
 
 
 BASE = _base_probs()
+NUM_SAMPLES = 20000  # every toy sampling test draws this many: one compiled sampler per processor type
+
+# the tiny Llama of the non-slow tests (one layer: compile time) and its shared decoding shapes
+MODEL = lm.random_llama(jax.random.key(0), lm.LlamaConfig.tiny(num_layers=1))
 
 
 def q_table_head(toy, q):
     """A QHead that outputs the table q[node] ``[M, V]`` at non-terminal nodes (one-hot features)."""
     d = toy.num_nodes
     w = np.zeros((d, toy.vocab_size))
-    w[: q.shape[0]] = np.asarray(q) / np.sqrt(d)  # the head normalises one-hot rows to sqrt(d)
+    w[: q.shape[0]] = np.asarray(q)  # one-hot rows have unit norm already
     h = QHead(d, toy.vocab_size)
     return _with(h, weight=jnp.asarray(w, h.weight.dtype))
 
@@ -45,7 +50,7 @@ def q_table_head(toy, q):
 def value_table_head(toy, value):
     d = toy.num_nodes
     h = ValueHead(d)
-    return _with(h, weight=jnp.asarray(np.asarray(value) / np.sqrt(d), h.weight.dtype))
+    return _with(h, weight=jnp.asarray(np.asarray(value), h.weight.dtype))
 
 
 def _with(module, **fields):

@@ -28,7 +28,7 @@ from jaxcore.decoding import (
     toy_values,
 )
 
-from ._oracle import BASE, REWARD, SEQS, chi_square_pvalue, q_table_head, toy, value_table_head
+from ._oracle import BASE, NUM_SAMPLES, REWARD, SEQS, chi_square_pvalue, q_table_head, toy, value_table_head
 
 TOY = toy()  # float32
 POW = 3 ** np.arange(3, -1, -1)
@@ -73,6 +73,7 @@ def test_least_squares_fudge_recovers_the_conditional_mean(x64):
     assert float(fudge_loss(value_table_head(TOY, ex.value), data)) == pytest.approx(float(res.losses[-1]), abs=1e-8)
 
 
+@pytest.mark.slow
 def test_cdq_training_converges_to_exact_q(x64):
     TOY = toy()
     ex = toy_values(TOY, REWARD)
@@ -82,7 +83,7 @@ def test_cdq_training_converges_to_exact_q(x64):
     assert res.losses.shape == (1000,)
 
 
-@pytest.mark.parametrize("which", ["cdq", "fudge"])
+@pytest.mark.parametrize("which", ["cdq", pytest.param("fudge", marks=pytest.mark.slow)])
 def test_tokenwise_sampler_matches_tilted_law(which):
     lam = 3.0
     ex = toy_values(TOY, REWARD)
@@ -91,12 +92,13 @@ def test_tokenwise_sampler_matches_tilted_law(which):
     else:  # k = V candidates: CD-FUDGE with exact values is the same tilt
         proc = CDFudge(value_table_head(TOY, ex.value), lam, num_candidates=3)
     want = np.exp(np.asarray(toy_tilted_logprob(TOY, ex.q, lam), np.float64))
-    s = toy_sample(jax.random.key(7), TOY, 20000, processor=proc)
+    s = toy_sample(jax.random.key(7), TOY, NUM_SAMPLES, processor=proc)
     assert chi_square_pvalue(seq_index(s.tokens), want) > 1e-3
     # the tilt moved mass: the sampled mean reward is above the base mean
     assert REWARD[seq_index(s.tokens)].mean() > BASE @ REWARD + 0.02
 
 
+@pytest.mark.slow
 def test_fudge_keeps_base_logits_outside_its_candidates():
     ex = toy_values(TOY, REWARD)
     p = CDFudge(value_table_head(TOY, ex.value), 2.0, num_candidates=1)
@@ -111,9 +113,9 @@ def test_fudge_keeps_base_logits_outside_its_candidates():
 
 def test_lambda_zero_is_base_sampling_bit_for_bit():
     ex = toy_values(TOY, REWARD)
-    base = toy_sample(jax.random.key(3), TOY, 500)
+    base = toy_sample(jax.random.key(3), TOY, NUM_SAMPLES)
     for proc in (CDQ(q_table_head(TOY, ex.q), 0.0), CDFudge(value_table_head(TOY, ex.value), 0.0, 2)):
-        s = toy_sample(jax.random.key(3), TOY, 500, processor=proc)
+        s = toy_sample(jax.random.key(3), TOY, NUM_SAMPLES, processor=proc)
         np.testing.assert_array_equal(s.tokens, base.tokens)
         np.testing.assert_array_equal(s.logprobs, base.logprobs)
 
@@ -128,18 +130,20 @@ def test_tilted_kl_equals_its_closed_form(x64):
     assert abs(float(toy_tilted_kl(TOY, ex.q, 0.0))) < 1e-15
 
 
+@pytest.mark.slow
 def test_sampled_kl_estimate_is_unbiased():
     # the sum over steps of log pi - log p along samples of pi estimates KL(pi || p)
     ex = toy_values(TOY, REWARD)
-    s = toy_sample(jax.random.key(2), TOY, 20000, processor=CDQ(q_table_head(TOY, ex.q), 3.0))
+    s = toy_sample(jax.random.key(2), TOY, NUM_SAMPLES, processor=CDQ(q_table_head(TOY, ex.q), 3.0))
     est = np.asarray(jnp.sum(s.logprobs - s.model_logprobs, axis=1))
     want = float(toy_tilted_kl(TOY, ex.q, 3.0))
     assert abs(est.mean() - want) < 4 * est.std() / np.sqrt(len(est))
 
 
-def _best_of_k_draws(key, reward, k, num):
-    s = toy_sample(key, TOY, num * k)
-    idx = seq_index(s.tokens).reshape(num, k)
+def _best_of_k_draws(key, reward, k):
+    num = NUM_SAMPLES // k
+    s = toy_sample(key, TOY, NUM_SAMPLES)
+    idx = seq_index(s.tokens)[:num * k].reshape(num, k)
     pick = select_best(jnp.asarray(reward)[idx])
     return idx[np.arange(num), np.asarray(pick)]
 
@@ -153,7 +157,7 @@ def test_best_of_k_matches_its_law_with_distinct_rewards(x64):
     want = np.empty(81)
     want[order] = cdf ** k - np.concatenate([[0.0], cdf[:-1]]) ** k  # F(r)^K - F(r-)^K
     np.testing.assert_allclose(law, want, atol=1e-12)
-    assert chi_square_pvalue(_best_of_k_draws(jax.random.key(4), REWARD, k, 20000), law) > 1e-3
+    assert chi_square_pvalue(_best_of_k_draws(jax.random.key(4), REWARD, k), law) > 1e-3
     assert best_of_k_kl(4) == pytest.approx(np.log(4) - 0.75)
     kl = float(np.sum(law * np.log(law / BASE)))
     assert kl <= best_of_k_kl(4) + 1e-12
@@ -172,7 +176,7 @@ def test_best_of_k_tie_rule_first_drawn(x64):
         f_le, f_lt = BASE[tied <= level].sum(), BASE[tied < level].sum()
         assert law[sel].sum() == pytest.approx(f_le ** k - f_lt ** k, abs=1e-12)
         np.testing.assert_allclose(law[sel] / law[sel].sum(), BASE[sel] / BASE[sel].sum(), atol=1e-12)
-    assert chi_square_pvalue(_best_of_k_draws(jax.random.key(6), tied, k, 20000), law) > 1e-3
+    assert chi_square_pvalue(_best_of_k_draws(jax.random.key(6), tied, k), law) > 1e-3
     assert select_best(jnp.array([[2.0, 5.0, 5.0, 1.0]])).tolist() == [1]
 
 
@@ -188,8 +192,9 @@ def test_combined_scorers_are_the_value_of_the_weighted_reward(x64):
     np.testing.assert_allclose(cq.at(TOY.hidden(jnp.arange(40)), jnp.full((40, 1), 2)), e12.q[:, 2:], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_toy_sampler_follows_the_base_law():
-    s = toy_sample(jax.random.key(8), TOY, 20000)
+    s = toy_sample(jax.random.key(8), TOY, NUM_SAMPLES)
     assert chi_square_pvalue(seq_index(s.tokens), BASE) > 1e-3
     np.testing.assert_allclose(jnp.sum(s.model_logprobs, 1), toy_logprob(TOY, s.tokens), atol=1e-5)
     # processors of jaxcore.lm run on the toy too
