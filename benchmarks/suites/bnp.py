@@ -315,6 +315,7 @@ register(SpeedBenchmark(
     name="bnp.svi_step", family=FAMILY, kernel=svi_step, setup=_svi_setup,
     sizes=[{"S": 10, "width": 64, "K": 5, "batch": 64}, {"S": 10, "width": 128, "K": 5, "batch": 64}],
     quick_sizes=[{"S": 4, "width": 32, "K": 3, "batch": 32}],
+    batch_param="batch",
     baselines=[Baseline("torch", _torch_svi_step_1thread, requires=("torch",), note=_SVI_NOTE),
                Baseline("torch_default_threads", _torch_svi_step, requires=("torch",),
                         note="as torch, with torch's default intra-op threads (one per core), for reference")],

@@ -235,6 +235,7 @@ register(SpeedBenchmark(
     setup=_dlip_setup,
     sizes=[{"n": 256, "m": 5000, "M": 250}],
     quick_sizes=[{"n": 32, "m": 200, "M": 50}],
+    batch_param="n",
     baselines=[Baseline("numpy", _dlip_numpy, note="same algorithm (features, 5 starts, batched line search), float64")],
     check=_dlip_check,
     scaling=Scaling("n", [16, 32, 64, 128, 256]),

@@ -346,6 +346,7 @@ for _method, _desc in _STEP_DESC.items():
         setup=functools.partial(_step_setup, method=_method),
         sizes=[{"width": 128, "batch": 128}, {"width": 512, "batch": 128}] if _method == "sam" else [{"width": 256, "batch": 128}],
         quick_sizes=[{"width": 32, "batch": 32}],
+        batch_param="batch",
         baselines=_baselines,
         check=_step_check,
         scaling=Scaling("width", [32, 64, 128, 256, 512, 1024]) if _method == "sam" else None,
