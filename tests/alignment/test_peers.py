@@ -44,7 +44,7 @@ def test_log_probs_and_dpo_gradient_equal_transformers():
         ref = _torch_logps(hf, ts, ms, cs).reshape(-1, 2)
     loss = -torch.nn.functional.logsigmoid(0.5 * ((lp[:, 0] - ref[:, 0]) - (lp[:, 1] - ref[:, 1]))).mean()
     loss.backward()
-    assert float(metrics.loss) == pytest.approx(float(loss), rel=1e-5)
+    assert float(metrics.loss) == pytest.approx(float(loss.detach()), rel=1e-5)
     g_torch = policy.model.layers[1].mlp.down_proj.weight.grad.numpy().T
     g_jax = np.asarray(state.policy.layers[1].w_down - new.policy.layers[1].w_down)  # sgd(1): the gradient
     np.testing.assert_allclose(g_jax, g_torch, rtol=1e-3, atol=1e-6)
