@@ -181,6 +181,11 @@ def policy_table(lock: CombinationLock, policy: Policy) -> Int[Array, "H S"]:
         [[0, 0, 0], [0, 0, 0]]
     """
     _check_pair(lock, policy)
+    return _policy_table(lock, policy)
+
+
+@eqx.filter_jit  # one program (eagerly, each primitive of the vmapped table compiled on its own)
+def _policy_table(lock: CombinationLock, policy: Policy):
     hs, ss = jnp.meshgrid(jnp.arange(lock.horizon), jnp.arange(lock.num_latent), indexing="ij")
 
     def one(h, s):
@@ -233,6 +238,11 @@ def optimal_policy(lock: CombinationLock) -> Policy:
     """
     if not isinstance(lock, CombinationLock):
         raise TypeError(expected("lock", "a CombinationLock (make_lock)", type(lock).__name__, raw=True))
+    return _optimal_policy(lock)
+
+
+@eqx.filter_jit
+def _optimal_policy(lock: CombinationLock) -> Policy:
     dt = lock.noise.dtype
     H, S, A, G = lock.horizon, lock.num_latent, lock.num_actions, lock.num_good
     pick = jax.nn.one_hot(lock.advancing, A, dtype=dt)  # [H, G, A]

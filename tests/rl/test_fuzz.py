@@ -125,7 +125,7 @@ def _tabular_policy(lock, table):
     return rl.Policy(jnp.asarray(w), jnp.zeros((H, A)))
 
 
-def _check_planning(seed, anti_pair, table):
+def _check_planning(seed, anti_pair, table, monte_carlo=False):
     lock = _lock(seed, True, anti_pair)
     opt = rl.optimal_values(lock)
     np.testing.assert_allclose(float(opt.value), 1.0, rtol=1e-6)             # the goal is reachable from every start
@@ -139,6 +139,8 @@ def _check_planning(seed, anti_pair, table):
     # the greedy table of the lock's own optimal policy is optimal; so is evaluating it
     np.testing.assert_array_equal(np.asarray(rl.policy_table(lock, rl.optimal_policy(lock)))[:, :G],
                                   np.asarray(lock.advancing))
+    if not monte_carlo:  # the light profile skips evaluate's program (compiled once, seconds)
+        return
     # Monte Carlo returns of the policy that plays the table agree with its exact value
     ev = rl.evaluate(jax.random.key(seed), lock, _tabular_policy(lock, table), 512)
     rets = np.asarray(ev.returns)
@@ -157,7 +159,7 @@ def test_fuzz_planning(seed, anti_pair, table):
 @settings(max_examples=40)
 @given(seeds, anti, tables)
 def test_fuzz_planning_deep(seed, anti_pair, table):
-    _check_planning(seed, anti_pair, table)
+    _check_planning(seed, anti_pair, table, monte_carlo=True)
 
 
 # --- refusals -----------------------------------------------------------------------------------------------
