@@ -80,6 +80,15 @@ def test_fuzz_scoring(tokens, pad, noise, targets):
 @given(ids, pads, ids, arrays(bool, (B, L)))
 def test_fuzz_scoring_deep(tokens, pad, noise, targets):
     _check_scoring(tokens, pad, noise, targets)
+    mask = _left_mask(pad, L)
+    out = lm.forward_hidden(MODEL, tokens, mask)  # the internals: shapes, finiteness, the same logits
+    c = MODEL.config
+    assert out.residual.shape == (B, c.num_layers + 1, L, c.dim) and out.mlp.shape == (B, c.num_layers, L, c.hidden_dim)
+    assert all(np.isfinite(np.asarray(a)).all() for a in out)
+    np.testing.assert_allclose(np.asarray(out.logits), np.asarray(lm.forward(MODEL, tokens, mask)), rtol=1e-5,
+                               atol=1e-5)
+    emb = np.asarray(MODEL.embed)[tokens]
+    np.testing.assert_allclose(np.asarray(out.residual)[:, 0], emb, rtol=1e-6)   # layer 0: the embeddings
 
 
 # --- refusals of token arrays -----------------------------------------------------------------------------
