@@ -2,7 +2,7 @@
 
 SmolLM2-135M-Instruct continues the opening words of English paragraphs from scikit-learn's dataset
 descriptions. A topic reward (the fraction of generated tokens among the single-token words of a
-"nature" topic) scores 64 base-model samples; a CD-FUDGE value head and a CD-Q head are trained on
+medicine topic) scores 64 base-model samples; a CD-FUDGE value head and a CD-Q head are trained on
 the frozen model's hidden states; then fresh continuations are decoded with each at a few strengths
 lambda, and best-of-K picks by the reward itself. The script prints reward, KL to the base model and
 non-toxicity (1 - P(offensive) under the offline alt-profanity-check scorer) of each, an example
@@ -30,9 +30,10 @@ from jaxcore import decoding as cd  # noqa: E402
 from jaxcore import lm  # noqa: E402
 from jaxcore.datasets import english_prose  # noqa: E402
 
-NATURE = ["water", "plant", "plants", "species", "tree", "trees", "flower", "flowers", "animal", "animals", "fish",
-          "sea", "river", "forest", "leaf", "leaves", "bird", "birds", "wine", "grape", "soil", "sun", "green",
-          "nature", "natural", "garden"]
+MEDICINE = ["cell", "cells", "cancer", "tumor", "tumors", "patient", "patients", "breast", "diagnosis", "medical",
+            "clinical", "tissue", "malignant", "benign", "nuclei", "nucleus", "disease", "health", "blood", "doctor",
+            "hospital", "biopsy", "needle", "body", "gene", "genes", "protein", "treatment", "surgery", "organ",
+            "skin", "mass", "images", "image", "biology", "biological", "life", "human", "brain", "heart"]
 
 
 def prompts(tok, vocab, num, length):
@@ -48,22 +49,23 @@ def prompts(tok, vocab, num, length):
 
 def main(small: bool, out: str, seed: int) -> None:
     num, plen, new, steps = (4, 8, 8, 30) if small else (4, 12, 16, 60)
+    lr = 0.03 if small else 2e-3  # Adam moves a unit-norm-feature head by about lr * sqrt(d) per step
     _, tok = lm.load_smollm2()
     if small:
         model = lm.random_llama(jax.random.key(0), lm.LlamaConfig.tiny(vocab_size=512, dim=64))
     else:
         model, _ = lm.load_smollm2()
     c = model.config
-    ids = cd.keyword_ids(tok, NATURE)
+    ids = cd.keyword_ids(tok, MEDICINE)
     ids = jnp.asarray(ids[ids < c.vocab_size] if not small else np.arange(8, c.vocab_size, 10))
     reward = lambda t, m=None: cd.keyword_reward(t, ids, m)  # noqa: E731
     p0, m0 = prompts(tok, c.vocab_size, num, plen)
     tp, tm = jnp.asarray(np.repeat(p0, 16, 0)), jnp.asarray(np.repeat(m0, 16, 0))
     base = lm.generate(jax.random.key(seed), model, tp, tm, max_new_tokens=new)
     data = cd.rollouts(model, tp, tm, base, reward(base.tokens, base.mask), top_k=32)
-    v = cd.fit_fudge(jax.random.key(seed + 1), cd.ValueHead(c.dim), data, num_steps=steps, learning_rate=0.02).head
+    v = cd.fit_fudge(jax.random.key(seed + 1), cd.ValueHead(c.dim), data, num_steps=steps, learning_rate=lr).head
     q = cd.fit_cdq(jax.random.key(seed + 2), cd.QHead(c.dim, c.vocab_size), data, num_steps=steps,
-                   learning_rate=0.02).head
+                   learning_rate=lr).head
     scorer = lm.load_toxicity_scorer()
     ep, em = jnp.asarray(np.repeat(p0, 4, 0)), jnp.asarray(np.repeat(m0, 4, 0))
     ek = jax.random.key(seed + 3)

@@ -110,12 +110,12 @@ def _plain(key, model, prompt, processor, new):
     return lm.generate(key, model, prompt, max_new_tokens=new, temperature=0.0).tokens
 
 
-def _hf_cd(hf, prompt, head, lam, new):
-    """HF generate (greedy, KV cache) with a PyTorch LogitsProcessor adding lambda * Q(h) of the same head."""
+def _hf_cd(hf, prompt, w, lam, new):
+    """HF generate (greedy, KV cache) with a PyTorch LogitsProcessor adding lambda * Q(h) of the same head
+    (``w``: its ``[d, V]`` weight as a torch tensor)."""
     import torch
     from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
-    w = torch.from_numpy(np.asarray(head.weight)).to(torch_device())
     store = {}
 
     def hook(module, inputs):
@@ -157,8 +157,9 @@ def _speed_setup(size, key):
     if size.get("hf"):
         import torch
 
+        w = torch.from_numpy(np.array(head.weight)).to(torch_device())
         base_args["transformers"] = (_hf(size["model"]), torch.from_numpy(prompt.astype(np.int64)).to(torch_device()),
-                                     head, lam)
+                                     w, lam)
     return Case(args=(key, model, jnp.asarray(prompt), proc), static={"new": n}, work=b * n, work_unit="tokens",
                 baseline_args=base_args)
 
@@ -366,8 +367,8 @@ register(QualityBenchmark(
     family=FAMILY,
     run=_frontier_run,
     params={"model": "smollm2", "num_prompts": 4, "prompt_tokens": 12, "new_tokens": 16, "eval_samples": 2,
-            "top_k": 32, "train_steps": 40, "learning_rate": 2e-3, "strengths": [10.0, 40.0], "fudge_k": 4,
-            "num_candidates": [2, 4], "block_sizes": [4], "block_candidates": [2], "combine_strength": 40.0,
+            "top_k": 32, "train_steps": 40, "learning_rate": 2e-3, "strengths": [40.0, 160.0], "fudge_k": 4,
+            "num_candidates": [2, 4], "block_sizes": [4], "block_candidates": [2], "combine_strength": 160.0,
             "weights": [0.0, 0.5, 1.0]},
     quick_params={"model": "tiny", "num_prompts": 4, "prompt_tokens": 8, "new_tokens": 8, "eval_samples": 2,
                   "top_k": 16, "train_steps": 30, "learning_rate": 5e-3, "num_candidates": [2, 4], "block_sizes": [4],
