@@ -25,6 +25,7 @@ def _problem(n=32, d=6):
     return bnp.AdaptiveMLP(d, 12, 1, 1, 2, key=jax.random.key(0)), x, (x[:, 0] > 0).astype(np.int32)
 
 
+@pytest.mark.slow  # 30 s (bnp) / 23 s (graphs) under load: beyond the default run's share
 def test_elbo_shards_seeds():
     model, x, y = _problem()
     keys = jax.random.split(jax.random.key(1), 8)

@@ -7,12 +7,14 @@ The dynamic clustering itself works on one graph in padded buffers: it has no ba
 
 import jax
 import numpy as np
+import pytest
 
 from jaxcore import graphs
 
 from . import _sharding as S
 
 
+@pytest.mark.slow  # 30 s (bnp) / 23 s (graphs) under load: beyond the default run's share
 def test_kmeans_shards_points():
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.normal(size=(32, 2)) + c for c in ([0, 0], [6, 6], [0, 6])]).astype(np.float32)
