@@ -42,8 +42,10 @@ def test_wow_inner_costs_shard_over_measures():
 def _permutation_programs(statistic, outer, num_permutations=16):
     x, y = _samples()
     mesh, key = S.mesh(4), jax.random.key(0)
-    fn = lambda k, a, b: ipm.permutation_test(k, a, b, statistic=statistic, num_permutations=num_permutations,  # noqa: E731
-                                              outer=outer)
+
+    def fn(k, a, b):
+        return ipm.permutation_test(k, a, b, statistic=statistic, num_permutations=num_permutations, outer=outer)
+
     whole = NamedSharding(mesh, PartitionSpec())
     out = ipm.TwoSampleResult(whole, whole, NamedSharding(mesh, PartitionSpec(S.AXIS)))
     c4 = jax.jit(fn, out_shardings=out).lower(key, x, y).compile()
