@@ -132,7 +132,12 @@ def permutation_test(
         num_grid, num_starts, max_steps: d_lip settings, with the defaults of
             :func:`jaxcore.ipm.dlip` (250 cells, 5 starts, 1000 steps).
         outer: WoW outer solver, "exact" (host callback, one call per
-            relabelling) or "sinkhorn".
+            relabelling) or "sinkhorn". Sharded (the relabellings split over devices by
+            ``jax.jit(permutation_test_fn, out_shardings=TwoSampleResult(replicated,
+            replicated, NamedSharding(mesh, P(axis))))``): "sinkhorn" and the other statistics run
+            each device's relabellings there; "exact"'s callback runs on the host of one device,
+            one relabelling after another, so its null statistics come back split but the
+            solves do not parallelise.
         progress: ``False`` (default: every relabelling in one vmapped batch), ``True``
             (a progress bar) or ``fn(relabellings_done, {})``; when on, the relabellings run
             in about 20 vmapped chunks, one report after each (the same statistics).
