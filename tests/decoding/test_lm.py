@@ -38,6 +38,7 @@ def _log_softmax(z):
     return z - np.log(np.exp(z).sum(-1, keepdims=True))
 
 
+@pytest.mark.slow
 def test_lambda_zero_reproduces_plain_generate_bit_for_bit():
     plain = lm.generate(jax.random.key(3), MODEL, PROMPT, MASK, max_new_tokens=N, top_k=20)
     for proc in (CDQ(QH, 0.0),):
