@@ -22,6 +22,12 @@ back up un-aligns the model. Every kernel is one compiled program, batched over 
 The whole study on SmolLM2 (pairs, probe, DPO, value-vector tables, un-alignment):
 :func:`toxicity_study`; ``python -m benchmarks --suite alignment`` runs it.
 
+On SmolLM2-135M-Instruct (the one causal LM shipped offline) two things differ from the paper's
+GPT2-medium: the model is instruction-tuned, so its continuations of provocative prompts are
+already mostly mild and DPO starts from an aligned model (less to remove, and a "base" row that
+is not an untuned model); and many profanities are several tokens of its vocabulary, so a value
+vector promotes pieces (read over pieces and whole words: :class:`ToxicityStudy`).
+
 References:
     A. Lee, X. Bai, I. Pres, M. Wattenberg, J. K. Kummerfeld, R. Mihalcea. "A Mechanistic
     Understanding of Alignment Algorithms: A Case Study on DPO and Toxicity." ICML 2024.

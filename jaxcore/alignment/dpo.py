@@ -330,8 +330,9 @@ def fit_dpo(key, policy: lm.Llama, pairs: PreferencePairs, *, num_steps: int, ba
         >>> model = lm.random_llama(jax.random.key(0))
         >>> m = jnp.ones((4, 2, 6), bool)
         >>> pairs = PreferencePairs(jnp.arange(48).reshape(4, 2, 6) % 64, m, m.at[:, :, :3].set(False), jnp.zeros((4, 2)))
-        >>> res = fit_dpo(jax.random.key(1), model, pairs, num_steps=3, batch_size=2, learning_rate=1e-2)
-        >>> res.history.loss.shape, bool(res.history.loss[-1] < res.history.loss[0])
+        >>> res = fit_dpo(jax.random.key(1), model, pairs, num_steps=3, batch_size=2,
+        ...               learning_rate=1e-2)  # doctest: +SKIP
+        >>> res.history.loss.shape, bool(res.history.loss[-1] < res.history.loss[0])  # doctest: +SKIP
         ((3,), True)
     """
     check_key(key)

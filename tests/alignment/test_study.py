@@ -24,16 +24,16 @@ def test_study_runs_and_its_invariants_hold():
     cfg = lm.LlamaConfig.tiny(vocab_size=tok.vocab_size, dim=64, num_layers=2, max_positions=512)
     model = lm.random_llama(jax.random.key(0), cfg)
     st = toxicity_study(jax.random.key(1), model, tok, _toy_scorer, prose=english_prose(),
-                        words=lm.profanity_words(), num_train_prompts=8, num_samples=2, new_tokens=6,
+                        words=lm.profanity_words(), num_train_prompts=8, num_samples=2, pairs_per_prompt=2, new_tokens=6,
                         prompt_tokens=8, num_steps=3, batch_size=2, learning_rate=1e-3, top_k=5, num_unaligned=3,
                         prose_tokens=16)
     assert isinstance(st, ToxicityStudy)
     assert list(st.evaluations) == ["base", "subtract probe", "DPO", "DPO un-aligned"]
     for e in st.evaluations.values():
-        assert e.scores.shape == (16,) and 0 <= e.toxic_share <= 1 and np.isfinite(e.perplexity)
+        assert e.scores.shape == (32,) and 0 <= e.toxic_share <= 1 and np.isfinite(e.perplexity)
         assert e.toxicity == pytest.approx(float(e.scores.mean()))
     s = np.asarray(st.pairs.scores)
-    assert st.pairs.num_pairs == 8 and np.all(s[:, 0] <= s[:, 1])
+    assert st.pairs.num_pairs == 16 and np.all(s[:, 0] <= s[:, 1])
     assert st.dpo.history.loss.shape == (3,)
     assert 0 <= st.probe_auc <= 1 or np.isnan(st.probe_auc)
     assert np.all(np.diff(np.asarray(st.ranking.cosine)) <= 1e-7)
