@@ -30,7 +30,6 @@ random Llama; the full configuration: more prompts, 32 tokens, K up to 16, M in 
 from __future__ import annotations
 
 import functools
-import math
 
 import jax
 import jax.numpy as jnp

@@ -25,7 +25,8 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import as_float_array, check_int, check_key, check_scalar, check_shape, error_if, expected, is_concrete
+from jaxcore._util import (as_float_array, check_int, check_key, check_scalar, check_shape, error_if, expected,
+                           is_concrete)
 
 from .losses import check_prompt
 from .scorers import check_scorer

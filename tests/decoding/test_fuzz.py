@@ -32,8 +32,8 @@ def test_select_best_is_the_first_maximum(r):
         assert row[i] == row.max() and (row[:i] < row.max()).all()
 
 
-@given(hnp.arrays(np.float64, (6,), elements=st.floats(0.05, 1.0)), hnp.arrays(np.int8, (6,), elements=st.integers(0, 2)),
-       st.integers(1, 5))
+@given(hnp.arrays(np.float64, (6,), elements=st.floats(0.05, 1.0)),
+       hnp.arrays(np.int8, (6,), elements=st.integers(0, 2)), st.integers(1, 5))
 def test_best_of_k_law_is_a_distribution(w, r, k):
     p = w / w.sum()
     law = np.asarray(best_of_k_law(jnp.log(jnp.asarray(p, jnp.float32)), jnp.asarray(r, jnp.float32), k))

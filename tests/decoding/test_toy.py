@@ -22,7 +22,6 @@ from jaxcore.decoding import (
     toy_logprob,
     toy_rollouts,
     toy_sample,
-    toy_sequences,
     toy_tilted_kl,
     toy_tilted_logprob,
     toy_values,
@@ -149,7 +148,6 @@ def _best_of_k_draws(key, reward, k):
 
 
 def test_best_of_k_matches_its_law_with_distinct_rewards(x64):
-    TOY = toy()
     k = 4
     law = np.asarray(best_of_k_law(np.log(BASE), REWARD, k))
     order = np.argsort(REWARD)
@@ -164,7 +162,6 @@ def test_best_of_k_matches_its_law_with_distinct_rewards(x64):
 
 
 def test_best_of_k_tie_rule_first_drawn(x64):
-    TOY = toy()
     # three reward levels: ties inside a level go to the first draw, so within a level the kept
     # sequence follows p, and the level follows F(r)^K - F(r-)^K
     tied = np.round(REWARD * 2.0) / 2.0
