@@ -20,7 +20,7 @@ Quality:
 - ``rl.sample_efficiency``: success rate and return versus online episodes for FOOBAR, online-only
   PSDP (epsilon-greedy), PSDP with a reset model and behaviour cloning with actions (no online
   episode), as the horizon grows, over seeds (one lock and one offline data set per seed), with a figure.
-  Default: H in {5, 25}, 3 seeds, FOOBAR against online-only PSDP (each method and horizon is one
+  Default: H in {5, 15}, 3 seeds, FOOBAR against online-only PSDP (each method and horizon is one
   compiled program, which dominates the cost on CPU); the full configuration: H up to 100, 5 seeds,
   every method.
 """
@@ -405,7 +405,7 @@ register(QualityBenchmark(
     # default: one compiled program per method and horizon (compile time dominates on CPU), so two horizons and
     # the contrast the paper draws (FOOBAR vs online-only PSDP); reset-model PSDP, BC and more horizons in the
     # full configuration
-    params={"horizons": [5, 25], "budgets": [32, 128, 512], "seeds": 3, "num_actions": 10,
+    params={"horizons": [5, 15], "budgets": [32, 128, 512], "seeds": 3, "num_actions": 10,
             "num_offline": 1024, "num_eval": 500, "methods": ["FOOBAR", "online PSDP"]},
     # quick: the two methods the paper contrasts, one short horizon (compile time dominates on CPU)
     quick_params={"horizons": [5], "budgets": [64, 256], "seeds": 2, "num_offline": 512, "num_eval": 200,
