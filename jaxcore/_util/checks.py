@@ -312,4 +312,15 @@ def error_if(x: Any, bad: Any, name: str, what: str) -> Any:
     """
     if is_trusted(x):
         return x
-    return eqx.error_if(x, bad, f"{name}: expected {what}")
+    msg = f"{name}: expected {what}"
+    leaves, tree = jax.tree_util.tree_flatten(x)
+    i = next((j for j, leaf in enumerate(leaves) if isinstance(leaf, jax.Array) and leaf.ndim > 0
+              and (jnp.issubdtype(leaf.dtype, jnp.number) or leaf.dtype == jnp.bool_)), None)
+    if i is None or not isinstance(bad, jax.core.Tracer):
+        return eqx.error_if(x, bad, msg)  # scalars only, or a predicate known when tracing
+    # The check rides on a scalar: equinox's error branch is a host callback, placed on one device,
+    # and threading a sharded batch through it would gather the batch there. The scalar (0, never
+    # changed when the check passes) then joins one leaf: x - 0 (keeps -0.0, NaN, inf) or x | False.
+    zero = eqx.error_if(jnp.zeros((), leaves[i].dtype), bad, msg)
+    leaves[i] = jnp.logical_or(leaves[i], zero) if leaves[i].dtype == jnp.bool_ else leaves[i] - zero
+    return jax.tree_util.tree_unflatten(tree, leaves)
