@@ -139,6 +139,25 @@ def cached_arrays(
     return arrays
 
 
+def _host_cpu_tag() -> str:
+    """``<machine>-<12 hex digits>``: the architecture and a digest of the CPU's model and feature flags."""
+    import hashlib
+    import platform
+
+    facts = [platform.machine(), platform.processor()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip() and len(facts) > 2:
+                    break  # the first processor's block describes the host
+                if line.split(":", 1)[0].strip() in ("flags", "Features", "model name", "CPU implementer", "CPU part"):
+                    facts.append(line.strip())
+    except OSError:
+        pass  # not Linux: the architecture and platform.processor() alone
+    digest = hashlib.sha256("\n".join(facts).encode()).hexdigest()[:12]
+    return f"{platform.machine() or 'cpu'}-{digest}"
+
+
 def enable_compilation_cache(path: str | os.PathLike | None = None, *,
                              min_compile_time_s: float = 0.0) -> pathlib.Path | None:
     """Turn on JAX's persistent compilation cache, so a program compiled once reloads in later processes.
@@ -149,13 +168,19 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *,
     the top of your own scripts. Set it before the first compilation: it applies to programs compiled after.
     ``JAXCORE_COMPILE_CACHE=0`` in the environment makes every call a no-op (to measure cold starts).
 
+    The default folder has one sub-folder per host CPU (its architecture and instruction-set flags): XLA
+    compiles CPU programs for the host's instruction set, and JAX's cache key does not name it, so a home
+    folder shared by different machines (a cluster, a CI pool) would otherwise hand a program built with,
+    say, AVX-512 to a CPU without it, which dies of an illegal instruction instead of recompiling.
+
     JAX does not write programs that contain host callbacks to the cache; jaxcore's run-time argument checks
     under ``jit`` (``equinox.error_if``) are such callbacks, so the main programs of several routines
     (``tpp.fit_mle``, the ``inverse`` methods, ``sam.train``, ``bnp`` training, ``ipm.permutation_test``)
     still compile in every new process.
 
     Args:
-        path: the cache folder (default: ``cache_dir() / "xla"``, i.e. under ``$JAXCORE_CACHE``).
+        path: the cache folder (default: ``cache_dir() / "xla" / <host CPU tag>``, i.e. under
+            ``$JAXCORE_CACHE``; see above).
         min_compile_time_s: programs that compile faster than this are not written (seconds, >= 0).
 
     Returns:
@@ -168,7 +193,7 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *,
     Examples:
         >>> import jaxcore
         >>> folder = jaxcore.enable_compilation_cache()   # None under JAXCORE_COMPILE_CACHE=0
-        >>> folder is None or folder.name == "xla"
+        >>> folder is None or folder.parent.name == "xla"
         True
     """
     import math
@@ -185,7 +210,7 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *,
         raise ValueError(expected("min_compile_time_s", "a finite number of seconds >= 0", min_compile_time_s))
     if os.environ.get("JAXCORE_COMPILE_CACHE", "1") == "0":
         return None
-    folder = pathlib.Path(path).expanduser() if path is not None else cache_dir() / "xla"
+    folder = pathlib.Path(path).expanduser() if path is not None else cache_dir() / "xla" / _host_cpu_tag()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
