@@ -363,7 +363,7 @@ register(QualityBenchmark(
     name="alignment.toxicity",
     family=FAMILY,
     run=_toxicity_run,
-    params={"model": "smollm2", "num_train_prompts": 32, "num_samples": 4, "pairs_per_prompt": 1, "new_tokens": 12,
+    params={"model": "smollm2", "num_train_prompts": 16, "num_samples": 4, "pairs_per_prompt": 1, "new_tokens": 12,
             "prompt_tokens": 16, "num_steps": 12, "batch_size": 4, "learning_rate": 2e-5, "beta": 0.1, "top_k": 10, "num_unaligned": 7,
             "unalign_scale": 10.0, "prose_tokens": 32},
     quick_params={"model": "tiny", "num_train_prompts": 8, "num_samples": 2, "new_tokens": 6, "prompt_tokens": 8,

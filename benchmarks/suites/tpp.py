@@ -394,7 +394,7 @@ def run_solver_error(ctx):
 
 register(QualityBenchmark(
     name="tpp.solver_error", family=FAMILY, run=run_solver_error,
-    params={"T": 50.0, "num_sequences": 32, "max_events": 300, "substeps": "1,2,5,10,20,40", "repeats": 5},
+    params={"T": 50.0, "num_sequences": 32, "max_events": 300, "substeps": "1,5,10,40", "repeats": 5},
     quick_params={"T": 20.0, "num_sequences": 8, "max_events": 150, "substeps": "2,10", "repeats": 2},
     description="error-vs-cost of the generic SDE likelihood (exponential vs Euler scheme) on the classical models",
 ))
@@ -754,7 +754,9 @@ register(QualityBenchmark(
 
 register(QualityBenchmark(
     name="tpp.recovery", family=FAMILY, run=run_recovery,
-    params={"sets": "self-correcting,hawkes", "train": 32, "test": 64, "T": 50.0, "max_events": 300, "steps": 300,
+    # the bare run recovers Hawkes; the self-correcting recovery (issue 17's open plateau, also a slow test) runs
+    # in the full configuration (the bare run's 25-minute budget)
+    params={"sets": "hawkes", "train": 32, "test": 64, "T": 50.0, "max_events": 300, "steps": 300,
             "batch_size": 16, "width": 32, "stochastic": False, "eval_substeps": 160},
     quick_params={"sets": "self-correcting", "train": 8, "test": 8, "T": 20.0, "max_events": 150, "steps": 5,
                   "width": 8, "eval_substeps": 20},
@@ -763,8 +765,10 @@ register(QualityBenchmark(
 
 register(QualityBenchmark(
     name="tpp.real", family=FAMILY, run=run_real,
-    params={**_COMMON, "datasets": "coal,tweets", "njdtpp_steps": 60, "substeps": 5,
-            "max_train_sequences": 64, "neural": "RMTPP,IFTPP", "neural_steps": 60},
+    # the bare run trains IFTPP alone of the neural baselines here (RMTPP trains in tpp.synthetic; all five in the
+    # full configuration)
+    params={**_COMMON, "datasets": "coal,tweets", "njdtpp_steps": 40, "substeps": 5,
+            "max_train_sequences": 64, "neural": "IFTPP", "neural_steps": 40},
     quick_params={"datasets": "coal", "njdtpp_steps": 3, "mle_steps": 10, "substeps": 2, "eval_substeps": 4,
                   "width": 8, "neural": "IFTPP", "neural_steps": 3},
     description="classical TPPs and NJDTPP on coal-mining, neuron, tweet and grasshopper event data",
