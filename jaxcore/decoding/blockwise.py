@@ -182,8 +182,13 @@ def best_of_k(key, model: lm.Llama, prompt_tokens, prompt_mask=None, *, reward_f
     r = r.reshape(b, k)
     idx = select_best(r)
     cand = out.tokens.reshape(b, k, -1)
-    rows = jnp.arange(b)
-    return BestOfKResult(cand[rows, idx], out.mask.reshape(b, k, -1)[rows, idx], r[rows, idx], idx, cand, r)
+    return BestOfKResult(_pick(cand, idx), _pick(out.mask.reshape(b, k, -1), idx), _pick(r, idx), idx, cand, r)
+
+
+def _pick(x, index):
+    """``x[b, index[b]]`` for every row b of ``x [B, K, ...]`` as a gather with a batch dimension (a
+    batch split over devices stays split; indexing with ``arange(B)`` makes XLA's partitioner gather it)."""
+    return jnp.take_along_axis(x, index.reshape(index.shape + (1,) * (x.ndim - 1)), axis=1)[:, 0]
 
 
 class BlockwiseResult(NamedTuple):
@@ -206,7 +211,6 @@ def _blockwise_jit(key, model, prompt, mask, scorer, k, m, n, temperature, top_k
     pad = n - m
     buf = jnp.concatenate([jnp.zeros((b, pad), jnp.int32), prompt], axis=1)
     bmask = jnp.concatenate([jnp.zeros((b, pad), bool), mask], axis=1)
-    rows = jnp.arange(b)
 
     def block(carry, kb):
         buf, bmask = carry
@@ -217,11 +221,11 @@ def _blockwise_jit(key, model, prompt, mask, scorer, k, m, n, temperature, top_k
         hid = lm.forward_hidden(model, seq, smask).residual[:, -1, -1]
         score = scorer(hid).reshape(b, k)
         best = select_best(score)
-        chosen = out.tokens.reshape(b, k, m)[rows, best]
-        mlp = out.model_logprobs.reshape(b, k, m)[rows, best]
+        chosen = _pick(out.tokens.reshape(b, k, m), best)
+        mlp = _pick(out.model_logprobs.reshape(b, k, m), best)
         nbuf = jnp.concatenate([buf, chosen], axis=1)[:, m:]
         nmask = jnp.concatenate([bmask, jnp.ones((b, m), bool)], axis=1)[:, m:]
-        return (nbuf, nmask), (chosen, score[rows, best], mlp)
+        return (nbuf, nmask), (chosen, _pick(score, best), mlp)
 
     _, (toks, scores, mlps) = lax.scan(block, (buf, bmask), jax.random.split(key, n // m))
     flat = lambda a: jnp.moveaxis(a, 0, 1).reshape(b, -1)  # noqa: E731
@@ -282,7 +286,8 @@ def blockwise_generate(key, model: lm.Llama, prompt_tokens, prompt_mask=None, *,
     if prompt.shape[1] + n > model.config.max_positions:
         raise ValueError(expected("max_new_tokens", f"at most max_positions - P = "
                                   f"{model.config.max_positions - prompt.shape[1]}", n))
-    m_np = np.asarray(mask)
-    if not m_np[:, -1].all():
-        raise ValueError(expected("prompt_mask", "left-padded prompts (each row's last entry True)", m_np))
+    if not isinstance(mask, jax.core.Tracer):  # under an outer jit (a sharded batch, say) the check is the caller's
+        m_np = np.asarray(mask)
+        if not m_np[:, -1].all():
+            raise ValueError(expected("prompt_mask", "left-padded prompts (each row's last entry True)", m_np))
     return _blockwise_jit(key, model, prompt, mask, scorer, k, m, n, t, tk)

@@ -100,10 +100,23 @@ class CDFudge(lm.LogitsProcessor):
 
     def __call__(self, state, logits, context, *, hidden, extend):
         k = min(self.num_candidates, logits.shape[-1])
-        _, cand = lax.top_k(logits, k)
+        cand = _top_indices(logits, k)
         v = self.scorer(extend(cand))  # [B, k]
-        rows = jnp.arange(logits.shape[0])[:, None]
-        return logits.at[rows, cand].add(self.strength * v.astype(logits.dtype)), state
+        add = jax.vmap(lambda z, c, dv: z.at[c].add(dv))  # a scatter with a batch dimension: rows stay local
+        return add(logits, cand, self.strength * v.astype(logits.dtype)), state
+
+
+def _top_indices(z, k):
+    """``lax.top_k(z, k)[1]`` as a stable sort along the last axis, which XLA's partitioner keeps row-local
+    (it gathers a batch split over devices around ``top_k``). The sort key is the float's bits mapped to
+    unsigned integers in descending float order (``top_k``'s total order: +0 before -0, NaN first), ties
+    to the lower index."""
+    bits = jnp.dtype(z.dtype).itemsize * 8
+    raw = lax.bitcast_convert_type(z, jnp.dtype(f"uint{bits}"))
+    sign = jnp.asarray(1 << (bits - 1), raw.dtype)
+    descending = jnp.where((raw & sign) != 0, raw, ~(raw | sign))
+    iota = lax.broadcasted_iota(jnp.int32, z.shape, z.ndim - 1)
+    return lax.sort((descending, iota), dimension=z.ndim - 1, num_keys=1, is_stable=True)[1][..., :k]
 
 
 def tilted_kl(logits: Float[Array, "... V"], q: Float[Array, "... V"], strength) -> Float[Array, "..."]:

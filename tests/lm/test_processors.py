@@ -1,5 +1,6 @@
 """Temperature, top-k, top-p and chains against direct NumPy computations."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -29,6 +30,22 @@ def test_top_k_keeps_the_k_largest(k):
         kept = np.flatnonzero(np.isfinite(row))
         np.testing.assert_array_equal(np.sort(kept), np.sort(np.argsort(-z)[:min(k, 50)]))
         np.testing.assert_array_equal(row[kept], z[kept])
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_top_k_threshold_is_lax_top_k_with_ties_and_infinities(dtype):
+    # the threshold is a bitwise bisection; it must equal lax.top_k's k-th value for every k, ties
+    # (rounded logits, +0 and -0), -inf (masked tokens) and +inf included
+    z = np.round(RNG.normal(size=(4, 40)) * 2).astype(np.float32)
+    z[1, ::3] = -np.inf
+    z[2, :] = 0.0
+    z[2, ::2] = -0.0
+    z[3, 5] = np.inf
+    zj = jnp.asarray(z, dtype)
+    ks = (1, 3, 13, 39, 40)
+    both = jax.jit(lambda z: [(lm.TopK(k)((), z, None)[0], jax.lax.top_k(z, k)[0][:, -1:]) for k in ks])
+    for out, kth in both(zj):
+        np.testing.assert_array_equal(np.asarray(out), np.where(np.asarray(zj >= kth), np.asarray(zj), -np.inf))
 
 
 @pytest.mark.parametrize("p", [0.05, 0.5, 0.9, 0.999, 1.0])
