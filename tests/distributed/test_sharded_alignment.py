@@ -32,7 +32,8 @@ def test_sequence_log_probs_shards_sequences():
     tokens = jax.random.randint(jax.random.key(1), (B, 12), 0, 64)
     loss_mask = jnp.arange(12)[None, :] >= jnp.arange(2, 2 + B)[:, None]  # a different continuation per row
     run = S.check_sharded(lambda m, t, c: alignment.sequence_log_probs(m, t, loss_mask=c),
-                          (_model(), tokens, loss_mask), B, (False, True, True), max_memory_ratio=0.75, rtol=1e-5, atol=1e-4)
+                          (_model(), tokens, loss_mask), B, (False, True, True), max_memory_ratio=0.75,
+                          rtol=1e-5, atol=1e-4)
     lp = np.asarray(run.many)
     assert np.all(lp < 0) and len(np.unique(lp)) == B
 
