@@ -2,8 +2,9 @@
 
 For a sequence ``x_1..x_L`` with real-token mask ``m`` and loss mask ``c`` (the continuation
 ``y`` after its prompt ``x``), ``log pi(y | x) = sum_i c_i m_i m_{i-1} log softmax(z_{i-1})[x_i]``,
-where ``z_{i-1}`` are the logits after the prefix ``x_1..x_{i-1}``. Computed as the chosen logit
-minus ``logsumexp`` of the logits (no ``[B, L, V]`` log-softmax is kept), in float32, under one
+where ``z_{i-1}`` are the logits after the prefix ``x_1..x_{i-1}``. Computed by
+:func:`jaxcore.lm.head.model_logprobs`: the chosen logit (a row gather of the head) minus a ``logsumexp``
+accumulated over vocabulary chunks (no ``[B, L, V]`` logits), in float32, under one
 ``eqx.filter_jit`` program; the batch axis is the model's own (one forward of ``[B, L]``).
 
 References:
@@ -21,16 +22,16 @@ from jaxtyping import Array, Bool, Float, Int
 
 from jaxcore import lm
 from jaxcore._util import expected
+from jaxcore.lm.head import model_logprobs
 
 __all__ = ["sequence_log_probs"]
 
 
 def _token_log_probs(model, tokens, mask, loss_mask, intervention=None):
     """[B, L] log p(x_i | x_<i) at the scored positions (0 elsewhere); traceable."""
-    logits = lm.forward(model, tokens, mask, intervention=intervention)[:, :-1]
-    nxt = tokens[:, 1:]
-    chosen = jnp.take_along_axis(logits, nxt[..., None], axis=-1)[..., 0]
-    lp = chosen - jax.nn.logsumexp(logits, axis=-1)
+    if tokens.shape[1] < 2:
+        return jnp.zeros(tokens.shape, jnp.promote_types(model.dtype, jnp.float32))
+    lp = model_logprobs(model, tokens, mask, intervention=intervention)
     scored = loss_mask[:, 1:] & mask[:, 1:] & mask[:, :-1]
     lp = jnp.where(scored, lp, 0.0)
     return jnp.concatenate([jnp.zeros_like(lp[:, :1]), lp], axis=1)

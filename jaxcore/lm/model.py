@@ -305,8 +305,17 @@ def _block(c: LlamaConfig, lw, x, positions, k_all, v_all, bias, write, mlp_scal
     return x, k_att, v_att, act
 
 
+def _head_weight(model: Llama):
+    """The output head and its layout: ``(embed [V, d], True)`` when tied, else ``(head [d, V], False)``."""
+    return (model.embed, True) if model.head is None else (model.head, False)
+
+
+def _final_norm(model: Llama, x):
+    return _rms_norm(x, model.final_norm, model.config.norm_eps)
+
+
 def _head(model: Llama, x):
-    xn = _rms_norm(x, model.final_norm, model.config.norm_eps)
+    xn = _final_norm(model, x)
     if model.head is None:
         return jnp.einsum("bld,vd->blv", xn.astype(model.embed.dtype), model.embed,
                           preferred_element_type=_acc(model.embed.dtype))

@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .model import Intervention, Llama, _forward, check_intervention, check_model, check_tokens
+from .head import _model_logprobs
+from .model import Intervention, Llama, _acc, check_intervention, check_model, check_tokens
 
 __all__ = ["perplexity", "sequence_logprob", "token_logprobs"]
 
@@ -21,11 +22,10 @@ def _scored(mask, target_mask):
 
 @eqx.filter_jit
 def _token_logprobs_jit(model, tokens, mask, target_mask, intervention):
-    logits = _forward(model, tokens, mask, intervention)
     # the logits that predict tokens[:, i] sit at the previous real position; with left (or no)
-    # padding that is i - 1.
-    lp = jax.nn.log_softmax(logits[:, :-1], axis=-1)
-    tok_lp = jnp.take_along_axis(lp, tokens[:, 1:, None], axis=-1)[..., 0]
+    # padding that is i - 1. The head runs by vocabulary chunks (no [B, L, V] logits; lm/head.py).
+    tok_lp = _model_logprobs(model, tokens, mask, intervention) if tokens.shape[1] > 1 \
+        else jnp.zeros((tokens.shape[0], 0), _acc(model.dtype))
     tok_lp = jnp.concatenate([jnp.zeros_like(tok_lp[:, :1]), tok_lp], axis=1)
     scored = _scored(mask, target_mask)
     return jnp.where(scored, tok_lp, 0.0), scored
