@@ -26,6 +26,8 @@ from jaxtyping import Array, Bool, Float, Int
 from jaxcore import lm
 from jaxcore._util import as_float_array, check_int, check_shape, expected
 
+from .tokenwise import _top_indices
+
 __all__ = ["Rollouts", "cdq_loss", "fudge_loss", "rollouts"]
 
 
@@ -151,15 +153,18 @@ def _rollouts_jit(model, prompt, prompt_mask, tokens, mask, top_k, chunk_size):
         out = lm.forward_hidden(model, s, m)
         hid = out.residual[:, -1, p - 1:]
         lp = jax.nn.log_softmax(out.logits[:, p - 1:].astype(jnp.float32), axis=-1)
-        vals, ids = lax.top_k(lp, top_k)
-        return hid, ids.astype(jnp.int32), jax.nn.softmax(vals, axis=-1)
+        ids = _top_indices(lp, top_k)  # row-local, unlike lax.top_k (see _top_indices)
+        vals = jnp.take_along_axis(lp, ids, axis=-1)
+        return hid, ids, jax.nn.softmax(vals, axis=-1)
 
+    # chunk j holds rows j, j + num_chunks, j + 2 num_chunks, ...: a batch split over devices along its
+    # rows stays split inside every chunk (contiguous chunks would make the loop gather them)
     def chunks(a):
         a = jnp.concatenate([a, jnp.repeat(a[:1], pad, axis=0)], axis=0) if pad else a
-        return a.reshape(-1, chunk_size, *a.shape[1:])
+        return jnp.swapaxes(a.reshape(chunk_size, -1, *a.shape[1:]), 0, 1)
 
     hid, ids, probs = lax.map(one, (chunks(seq), chunks(smask)))
-    flat = lambda a: a.reshape(-1, *a.shape[2:])[:n]  # noqa: E731
+    flat = lambda a: jnp.swapaxes(a, 0, 1).reshape(-1, *a.shape[2:])[:n]  # noqa: E731
     return flat(hid), flat(ids), flat(probs)
 
 
@@ -177,7 +182,8 @@ def rollouts(model: lm.Llama, prompt_tokens, prompt_mask, result: lm.GenerateRes
         result: the :class:`jaxcore.lm.GenerateResult` of those prompts (``[N, L]``).
         reward: ``[N]`` finite sequence rewards.
         top_k: k next tokens kept per prefix for CD-Q's target (at most V; V is exact).
-        chunk_size: rows per forward (memory).
+        chunk_size: rows per forward (memory); chunk j holds rows j, j + N / chunk_size, ..., so rows
+            split over D devices stay split when ``chunk_size`` is a multiple of D dividing N.
 
     Returns:
         :class:`Rollouts` with unit weights.
@@ -207,12 +213,12 @@ def rollouts(model: lm.Llama, prompt_tokens, prompt_mask, result: lm.GenerateRes
         raise ValueError(expected("prompt_tokens", f"{n} rows (one per sample of result)", prompt.shape))
     r = as_float_array(reward, "reward", dtype=jnp.float32)
     check_shape(r, "reward", (n,))
-    if not bool(jnp.all(jnp.isfinite(r))):
+    if not isinstance(r, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(r))):  # under an outer jit: the caller's
         raise ValueError(expected("reward", "finite rewards", np.asarray(r)))
     k = check_int(top_k, "top_k", minimum=1, maximum=model.config.vocab_size)
     c = check_int(chunk_size, "chunk_size", minimum=1)
     hid, ids, probs = _rollouts_jit(model, prompt, pmask, tokens, jnp.asarray(result.mask, bool), k, min(c, n))
-    return Rollouts(hid, tokens, jnp.asarray(result.mask, bool), r, ids, probs, jnp.ones((n,), jnp.float32))
+    return Rollouts(hid, tokens, jnp.asarray(result.mask, bool), r, ids, probs, jnp.ones_like(r))
 
 
 def check_prompt(prompt_tokens, prompt_mask, name: str = "prompt_tokens"):

@@ -4,11 +4,14 @@ What shards: the ``[B, P]`` prompts and everything per prompt (the KV cache, hid
 values, the tilted logits, the new tokens, blockwise's K candidates per prompt); replicated: the model
 and the scorer heads. CD-Q adds ``lambda Q(h)`` row by row; CD-FUDGE picks its k candidates with a sort
 along the vocabulary (row-local, unlike ``lax.top_k``) and adds their values with a scatter that has a
-batch dimension; blockwise CD keeps each prompt's best block with a batched gather. The same key gives
-the same tokens on 1 and on 4 devices.
+batch dimension; blockwise CD keeps each prompt's best block with a batched gather; ``rollouts`` (the
+scorers' training data) runs its chunks of rows interleaved, so each chunk spans every device (with
+``chunk_size`` a multiple of the device count dividing N). The same key gives the same tokens on 1 and on
+4 devices.
 """
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -57,3 +60,27 @@ def test_blockwise_generate_shards_prompts():
                                                     max_new_tokens=4),
         (model, prompt, jax.random.key(2)), B, (False, True, False), max_memory_ratio=0.9, rtol=1e-5, atol=1e-5)
     assert run.many.tokens.shape == (B, 4) and run.many.scores.shape == (B, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk_size", [4, 8])
+def test_rollouts_shards_samples(chunk_size):
+    model, prompt = _problem()
+    tokens = jax.random.randint(jax.random.key(4), (B, 4), 0, 64)
+    mask = np.ones((B, 4), bool)
+
+    def prepare(m, p, t, c, r):
+        zero = jnp.zeros(t.shape, jnp.float32)
+        return decoding.rollouts(m, p, None, lm.GenerateResult(t, c, zero, zero, None), r, top_k=8,
+                                 chunk_size=chunk_size)
+
+    run = S.check_sharded(prepare, (model, prompt, tokens, mask, jnp.arange(B, dtype=jnp.float32)), B,
+                          (False, True, True, True, True), max_memory_ratio=0.9, rtol=1e-5, atol=1e-5,
+                          select=lambda r: (r.hidden, r.tokens, r.mask, r.reward, r.next_ids, r.next_probs))
+    # (weight, unit weights, is a constant of the program: replicated)
+    # the kept next-token ids are the 8 most likely under the model, their probabilities renormalised
+    assert run.many.hidden.shape == (B, 5, model.config.dim)
+    logits = np.asarray(lm.forward(model, np.concatenate([np.asarray(prompt), np.asarray(tokens)], axis=1)))
+    np.testing.assert_array_equal(np.asarray(run.many.next_ids), np.argsort(-logits[:, 4:], axis=-1)[..., :8])
+    np.testing.assert_allclose(np.asarray(run.many.next_probs).sum(-1), 1.0, rtol=1e-5)
+    assert np.all(np.diff(np.asarray(run.many.next_probs), axis=-1) <= 1e-7)  # descending, as lax.top_k orders them
