@@ -84,3 +84,27 @@ def test_rollouts_shards_samples(chunk_size):
     np.testing.assert_array_equal(np.asarray(run.many.next_ids), np.argsort(-logits[:, 4:], axis=-1)[..., :8])
     np.testing.assert_allclose(np.asarray(run.many.next_probs).sum(-1), 1.0, rtol=1e-5)
     assert np.all(np.diff(np.asarray(run.many.next_probs), axis=-1) <= 1e-7)  # descending, as lax.top_k orders them
+
+
+@pytest.mark.slow
+def test_fit_cdq_full_batch_is_data_parallel():
+    # the head's training on rollouts split over the devices: each device's gradient of its own samples,
+    # all-reduced (weight-shaped); a minibatch (batch_size < N) is drawn across devices and assembled on
+    # each, so only full-batch training keeps the samples where they are
+    n = 20  # no dimension of the head or the tiny Llama (64, 32, 96, 8) is a multiple of it
+    model = lm.random_llama(jax.random.key(0), lm.LlamaConfig.tiny())
+    prompt = jax.random.randint(jax.random.key(1), (n, 5), 1, 50)
+    tokens = jax.random.randint(jax.random.key(4), (n, 4), 0, 64)
+    zero = jnp.zeros((n, 4))
+    data = decoding.rollouts(model, prompt, None, lm.GenerateResult(tokens, np.ones((n, 4), bool), zero, zero, None),
+                             jnp.linspace(0.0, 1.0, n), top_k=8, chunk_size=4)
+    head = decoding.QHead(model.config.dim, model.config.vocab_size)
+    fit = lambda d: decoding.fit_cdq(jax.random.key(3), head, d, num_steps=5)  # noqa: E731
+    compiled_one, args_one = S.compile_on(fit, (data,), S.mesh(1), n, (True,))
+    compiled_many, args_many = S.compile_on(fit, (data,), S.mesh(), n, (True,))
+    one, many = compiled_one(*args_one), compiled_many(*args_many)
+    np.testing.assert_allclose(np.asarray(many.losses), np.asarray(one.losses), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(many.head.weight), np.asarray(one.head.weight), rtol=1e-4, atol=1e-6)
+    assert np.asarray(many.losses)[-1] < np.asarray(many.losses)[0]  # it trained
+    S.assert_no_batch_gather(compiled_many.as_text(), n)
+    S.assert_memory_shrinks(compiled_one, compiled_many, max_ratio=0.9)
