@@ -59,8 +59,7 @@ def test_generate_top_k_shards_prompts():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kw", [{"top_p": 0.8}, {"temperature": 0.0}, {"temperature": 0.7, "top_k": 3, "top_p": 0.9}],
-                         ids=["top_p", "greedy", "all"])
+@pytest.mark.parametrize("kw", [{"top_p": 0.8}, {"temperature": 0.0}], ids=["top_p", "greedy"])
 def test_generate_samplers_shard_prompts(kw):
     model, prompt = _problem()
     S.check_sharded(_sampled(**kw), (model, prompt, jax.random.key(2)), B, (False, True, False),
