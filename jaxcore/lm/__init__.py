@@ -20,6 +20,7 @@ The main workflow::
 """
 
 from .decoding import GenerateResult, generate
+from .head import model_logprobs, next_token_logprobs
 from .interop import to_transformers
 from .model import (
     ForwardResult,
@@ -76,6 +77,8 @@ __all__ = [
     "load_smollm2",
     "load_toxicity_scorer",
     "metadata_of",
+    "model_logprobs",
+    "next_token_logprobs",
     "perplexity",
     "profanity_words",
     "random_llama",
