@@ -46,6 +46,13 @@ import numpy as np
 Size = Mapping[str, Any]
 
 
+class BaselineNotRun(Exception):
+    """Raise from a baseline to report it as not run at this size (status ``"not run"``, the message as reason).
+
+    For a peer that cannot finish at a size (e.g. past the run's time limit): the row keeps its other
+    baselines and the run does not count it as a failure, unlike a baseline that raises anything else."""
+
+
 @dataclasses.dataclass
 class Case:
     """Inputs for one size of a speed benchmark, built by ``setup(size, key)``.

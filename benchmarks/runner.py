@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import stats
-from .registry import Baseline, Case, QualityBenchmark, QualityContext, QualityResult, SpeedBenchmark, Table, to_numpy
+from .registry import Baseline, BaselineNotRun, Case, QualityBenchmark, QualityContext, QualityResult, SpeedBenchmark, Table, to_numpy
 
 # a single timed sample aims to last at least this long (repeat fast calls): samples are interleaved
 # kernel, baseline, kernel, ..., so the first call of each sample finds caches and thread pools left by
@@ -321,6 +321,10 @@ def run_speed_size(
             continue
         except BenchmarkTimeout:
             raise
+        except BaselineNotRun as exc:
+            brec["status"] = "not run"
+            brec["error"] = str(exc)
+            continue
         except Exception as exc:
             brec["status"] = "error"
             brec["error"] = f"{type(exc).__name__}: {exc}"

@@ -12,7 +12,7 @@ import pytest
 from benchmarks import cli, registry
 from benchmarks import results as results_mod
 from benchmarks.registry import (
-    Baseline, Case, QualityBenchmark, QualityResult, Scaling, SpeedBenchmark, Table, register,
+    Baseline, BaselineNotRun, Case, QualityBenchmark, QualityResult, Scaling, SpeedBenchmark, Table, register,
 )
 
 FAST = ["repeats=2", "max_time_s=0.5", "ceilings.matmul_n=64", "ceilings.copy_mib=1", "ceilings.repeats=1"]
@@ -236,6 +236,24 @@ def test_markup_in_messages_is_printed_verbatim(planted, tmp_path, capsys):
     code, doc, _ = _run(tmp_path)
     assert code == 1 and _by_name(doc)["fake.b"]["status"] == "ok"
     assert "got [/n]" in capsys.readouterr().err
+
+
+def test_a_baseline_that_declines_a_size_is_not_a_failure(planted, tmp_path):
+    def declines(x):
+        raise BaselineNotRun("not run above n = 8: too slow")
+
+    planted(SpeedBenchmark(name="fake.declined", family="fake", kernel=lambda x: 2 * x, setup=_setup,
+                           sizes=[{"n": 64}], baselines=[Baseline("numpy", lambda x: 2 * x),
+                                                         Baseline("slow-peer", declines)]))
+    code, doc, _ = _run(tmp_path)
+    base = _by_name(doc)["fake.declined"]["baselines"]
+    assert code == 0 and doc["status"] == "complete"
+    assert base["slow-peer"]["status"] == "not run" and "n = 8" in base["slow-peer"]["error"]
+    assert base["numpy"]["status"] == "ok" and base["numpy"]["speedup"] > 0
+    planted(SpeedBenchmark(name="fake.raises", family="fake", kernel=lambda x: 2 * x, setup=_setup,
+                           sizes=[{"n": 64}], baselines=[Baseline("broken", _boom)]))
+    code, doc, _ = _run(tmp_path)  # any other exception from a baseline still fails the run
+    assert code == 1 and _by_name(doc)["fake.raises"]["baselines"]["broken"]["status"] == "error"
 
 
 def test_malformed_quality_result_is_an_error_not_a_crash(planted, tmp_path):
