@@ -27,6 +27,7 @@ from jax import lax
 from jaxtyping import Array, Float
 
 from jaxcore import lm
+from jaxcore.lm.processors import ordered_bits
 from jaxcore._util import check_int, check_scalar, default_float, is_concrete
 
 from .scorers import check_scorer
@@ -111,10 +112,7 @@ def _top_indices(z, k):
     (it gathers a batch split over devices around ``top_k``). The sort key is the float's bits mapped to
     unsigned integers in descending float order (``top_k``'s total order: +0 before -0, NaN first), ties
     to the lower index."""
-    bits = jnp.dtype(z.dtype).itemsize * 8
-    raw = lax.bitcast_convert_type(z, jnp.dtype(f"uint{bits}"))
-    sign = jnp.asarray(1 << (bits - 1), raw.dtype)
-    descending = jnp.where((raw & sign) != 0, raw, ~(raw | sign))
+    descending = ~ordered_bits(z)
     iota = lax.broadcasted_iota(jnp.int32, z.shape, z.ndim - 1)
     return lax.sort((descending, iota), dimension=z.ndim - 1, num_keys=1, is_stable=True)[1][..., :k]
 

@@ -124,6 +124,16 @@ class Temperature(LogitsProcessor):
         return logits / self.temperature, state
 
 
+def ordered_bits(x: Float[Array, "..."]) -> Array:
+    """A float array's bits as unsigned integers in the same total order as the floats (``-0 < +0``,
+    NaN above +inf): ``x <= y`` iff ``ordered_bits(x) <= ordered_bits(y)``; ``~ordered_bits(x)`` orders
+    descending. The sort and bisection key of the row-local top-k here and in ``jaxcore.decoding``."""
+    bits = jnp.dtype(x.dtype).itemsize * 8
+    raw = lax.bitcast_convert_type(x, jnp.dtype(f"uint{bits}"))
+    sign = jnp.asarray(1 << (bits - 1), raw.dtype)
+    return jnp.where((raw & sign) != 0, ~raw, raw | sign)
+
+
 def _kth_largest(x: Float[Array, "... V"], k: int) -> Float[Array, "... 1"]:
     """The ``k``-th largest entry of each row of a float array (counted with multiplicity), exactly.
 
@@ -146,11 +156,10 @@ def _kth_largest(x: Float[Array, "... V"], k: int) -> Float[Array, "... 1"]:
         >>> _kth_largest(jnp.array([[0.0, 3.0, 1.0, 3.0]]), 2).tolist()
         [[3.0]]
     """
-    bits = jnp.dtype(x.dtype).itemsize * 8
-    u = jnp.dtype(f"uint{bits}")
-    raw = lax.bitcast_convert_type(x, u)
+    key = ordered_bits(x)
+    u = key.dtype
+    bits = jnp.dtype(u).itemsize * 8
     sign = jnp.asarray(1 << (bits - 1), u)
-    key = jnp.where((raw & sign) != 0, ~raw, raw | sign)  # float order -> unsigned order
 
     def step(_, carry):
         t, bit = carry
