@@ -5,7 +5,8 @@ For tokens ``x`` with a position mask ``p`` (the tokens to average over, e.g. a 
 and ``mlp[b, l, j] = mean_{i: p_i} a^l_{i, j}`` with ``a^l = silu(x W_gate) * (x W_up)`` the MLP
 hidden activations: the coefficient ("key activation") with which value vector ``W_down[l, j]``
 is written into the stream. One ``eqx.filter_jit`` program, ``lax.map`` over chunks of the batch
-(the per-position internals of SmolLM2 are ``30 x L x 1536`` floats per sequence).
+(the per-position internals of SmolLM2 are ``30 x L x 1536`` floats per sequence); chunk j holds rows
+j, j + m, j + 2 m, ... (m chunks), so a batch split over devices stays split inside every chunk.
 
 References:
     Geva, Schuster, Berant, Levy, "Transformer Feed-Forward Layers Are Key-Value Memories",
@@ -21,12 +22,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import check_int, expected
+from jaxcore._util import check_int, error_if, expected, is_concrete
 
+from ._chunks import interleaved_map
 from .logprobs import _bool_mask, check_sequences
 
 __all__ = ["HiddenMeans", "key_activations", "mean_hidden", "residual_features"]
@@ -55,13 +56,7 @@ def _means(model, tokens, mask, pos):
 
 @eqx.filter_jit
 def _mean_hidden_jit(model, tokens, mask, pos, chunk_size):
-    b = tokens.shape[0]
-    num = -(-b // chunk_size)
-    pad = num * chunk_size - b
-    padded = lambda a: jnp.concatenate([a, a[:1].repeat(pad, axis=0)], axis=0) if pad else a  # noqa: E731
-    chunks = [padded(a).reshape(num, chunk_size, -1) for a in (tokens, mask, pos)]
-    out = lax.map(lambda xs: _means(model, *xs), tuple(chunks))
-    return jax.tree_util.tree_map(lambda a: a.reshape(num * chunk_size, *a.shape[2:])[:b], out)
+    return interleaved_map(lambda xs: _means(model, *xs), (tokens, mask, pos), chunk_size)
 
 
 def mean_hidden(model: lm.Llama, tokens: Int[Array, "B L"], mask: Bool[Array, "B L"] | None = None, *,
@@ -76,7 +71,9 @@ def mean_hidden(model: lm.Llama, tokens: Int[Array, "B L"], mask: Bool[Array, "B
         tokens: ``[B, L]`` int ids.
         mask: ``[B, L]`` bool real tokens, one contiguous run per row (default all True).
         position_mask: ``[B, L]`` bool, the positions to average over (default ``mask``).
-        chunk_size: sequences per forward (memory); the result does not depend on it.
+        chunk_size: sequences per forward (memory); the result does not depend on it. Chunk j holds
+            rows j, j + m, ... (m = ceil(B / chunk_size)): rows split over D devices stay split (no
+            gather) when ``chunk_size`` is a multiple of D dividing B.
 
     Returns:
         A :class:`HiddenMeans` (``residual [B, n + 1, d]``, ``mlp [B, n, f]``, float32).
@@ -128,18 +125,28 @@ def residual_features(model: lm.Llama, tokens: Int[Array, "B L"], mask: Bool[Arr
 
 
 def _check_neurons(model, layers, indices):
+    """``(layers, indices)`` as int32 arrays: checked on the host when concrete; under an outer ``jit``
+    (traced) their dtype and shapes at trace time and their ranges at run time (a check threaded
+    through the ``[k]`` indices only, never through the batch)."""
     c = model.config
-    la, ia = np.asarray(layers), np.asarray(indices)
-    for name, a in (("layers", la), ("indices", ia)):
-        if a.dtype.kind not in "iu" or a.ndim != 1:
+    bounds = (("layers", "block indices", c.num_layers), ("indices", "MLP neuron indices", c.hidden_dim))
+    arrays = [a if isinstance(a, jax.core.Tracer) else np.asarray(a) for a in (layers, indices)]
+    for (name, _, _), a in zip(bounds, arrays):
+        if not jnp.issubdtype(a.dtype, jnp.integer) or a.ndim != 1:
             raise TypeError(expected(name, "a 1-d int array", f"dtype {a.dtype}, shape {a.shape}", raw=True))
-    if la.shape != ia.shape:
-        raise ValueError(expected("indices", f"the shape of layers {la.shape}", f"shape {ia.shape}", raw=True))
-    if la.size and (la.min() < 0 or la.max() >= c.num_layers):
-        raise ValueError(expected("layers", f"block indices in [0, {c.num_layers})", la))
-    if ia.size and (ia.min() < 0 or ia.max() >= c.hidden_dim):
-        raise ValueError(expected("indices", f"MLP neuron indices in [0, {c.hidden_dim})", ia))
-    return jnp.asarray(la, jnp.int32), jnp.asarray(ia, jnp.int32)
+    if arrays[0].shape != arrays[1].shape:
+        raise ValueError(expected("indices", f"the shape of layers {arrays[0].shape}", f"shape {arrays[1].shape}",
+                                  raw=True))
+    out = []
+    for (name, what, top), a in zip(bounds, arrays):
+        if is_concrete(a):
+            if a.size and (a.min() < 0 or a.max() >= top):
+                raise ValueError(expected(name, f"{what} in [0, {top})", a))
+            out.append(jnp.asarray(a, jnp.int32))
+        else:
+            a = a.astype(jnp.int32)
+            out.append(error_if(a, jnp.any((a < 0) | (a >= top)), name, f"{what} in [0, {top})"))
+    return tuple(out)
 
 
 def key_activations(model: lm.Llama, tokens: Int[Array, "B L"], mask: Bool[Array, "B L"] | None = None, *,
@@ -152,13 +159,15 @@ def key_activations(model: lm.Llama, tokens: Int[Array, "B L"], mask: Bool[Array
     Args:
         model, tokens, mask, position_mask, chunk_size: as :func:`mean_hidden`.
         layers: ``[k]`` int block indices in ``[0, n)``.
-        indices: ``[k]`` int neuron indices in ``[0, f)``.
+        indices: ``[k]`` int neuron indices in ``[0, f)``. Both may be traced (``key_activations``
+            under ``jax.jit`` with the neurons as arguments): their ranges are then checked at run time.
 
     Returns:
         ``[B, k]`` float32.
 
     Raises:
         TypeError, ValueError: bad neuron indices; as :func:`mean_hidden`.
+        equinox.EquinoxRuntimeError: traced neuron indices out of range (at run time).
 
     Examples:
         >>> import jax, jax.numpy as jnp

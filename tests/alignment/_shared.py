@@ -33,6 +33,14 @@ def pairs() -> PreferencePairs:
     return PreferencePairs(jnp.asarray(tokens), jnp.asarray(mask), jnp.asarray(loss), jnp.zeros((N, 2)))
 
 
+def sequences(n: int = 7, length: int = 6):
+    """``n`` token rows with 0-2 left pads and the positions from 3 on to average over (a prime ``n``:
+    every chunk size below it but 1 pads)."""
+    toks = jax.random.randint(jax.random.key(5), (n, length), 1, V)
+    mask = jnp.arange(length)[None, :] >= (jnp.arange(n) % 3)[:, None]
+    return toks, mask, mask & (jnp.arange(length)[None, :] >= 3)
+
+
 def brute_log_probs(model, tokens, mask, loss_mask):
     """sum_i log_softmax(forward)[i - 1, x_i] over scored positions, one row at a time in NumPy."""
     logits = np.asarray(lm.forward(model, tokens, mask), np.float64)

@@ -6,7 +6,7 @@ import pytest
 from jaxcore import lm
 from jaxcore.alignment import fit_probe, key_activations, mean_hidden, residual_features
 
-from ._shared import model
+from ._shared import model, sequences
 
 
 def test_probe_recovers_a_planted_direction():
@@ -32,13 +32,13 @@ def test_probe_soft_labels_and_weights():
 
 
 def test_mean_hidden_equals_forward_hidden_average_for_any_chunk():
-    toks = jnp.array([[0, 0, 5, 6, 7], [1, 2, 3, 4, 5], [0, 9, 8, 7, 6]])
-    mask = toks > 0
-    pos = mask.at[:, :3].set(False)
+    toks, mask, pos = sequences()  # 7 rows
     out = lm.forward_hidden(model(), toks, mask)
     w = np.asarray(pos, np.float64)
     want = np.einsum("bnld,bl->bnd", np.asarray(out.residual), w) / w.sum(1)[:, None, None]
-    for chunk in (2, 16):  # padded chunks, one chunk
+    assert len(np.unique(want[:, -1, 0])) == len(want)  # rows differ: a mix-up of the row order shows
+    # 3 interleaved chunks of 3 rows (rows j, j + 3, j + 6; 2 padding slots), one chunk of all 7
+    for chunk in (3, 16):
         h = mean_hidden(model(), toks, mask, position_mask=pos, chunk_size=chunk)
         np.testing.assert_allclose(np.asarray(h.residual), want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(residual_features(model(), toks, mask, position_mask=pos)),
