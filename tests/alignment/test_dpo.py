@@ -5,6 +5,7 @@ import optax
 import pytest
 
 from jaxcore.alignment import DPOState, dpo_init, dpo_loss, dpo_step, fit_dpo, sequence_log_probs
+from jaxcore.alignment.dpo import _minibatch_schedule
 
 from ._shared import L, N, model, pairs
 
@@ -147,3 +148,26 @@ def test_refusals():
         dpo_step((model(), None, 0), model(), pairs(), optimizer=opt)
     with pytest.raises(TypeError, match="pairs: expected a PreferencePairs"):
         dpo_step(dpo_init(model(), opt), model(), pairs().tokens, optimizer=opt)
+
+
+def test_minibatch_schedule_stratifies_by_block():
+    # four blocks of 3 pairs, 1 row of each per step: every block's rows once per 3 steps (one block, the
+    # one-device fit's order, is a permutation of all pairs per epoch: the fit tests' case)
+    four = np.asarray(jax.jit(_minibatch_schedule, static_argnums=(1, 2, 3, 4))(jax.random.key(2), 12, 4, 6, 4))
+    np.testing.assert_array_equal(four // 3, np.tile(np.arange(4), (6, 1)))
+    for epoch in (four[:3], four[3:]):
+        for d in range(4):
+            assert sorted(epoch[:, d]) == [3 * d, 3 * d + 1, 3 * d + 2]
+    assert not np.array_equal(four[:3], four[3:])  # a fresh permutation each epoch
+
+
+def test_mesh_refusals():
+    with pytest.raises(TypeError, match="mesh: expected a jax.sharding.Mesh or None"):
+        fit_dpo(jax.random.key(0), model(), pairs(), num_steps=1, batch_size=2, mesh="batch")
+    if len(jax.devices()) < 3:
+        pytest.skip("3 devices needed (tests/conftest.py fakes 4)")
+    on = lambda k: jax.sharding.Mesh(np.asarray(jax.devices()[:k]), ("batch",))  # noqa: E731
+    with pytest.raises(ValueError, match=r"mesh: expected a first axis \('batch'\) whose size divides pairs \(4\)"):
+        fit_dpo(jax.random.key(0), model(), pairs(), num_steps=1, batch_size=3, mesh=on(3))
+    with pytest.raises(ValueError, match=r"mesh: expected a first axis \('batch'\) whose size divides batch_size"):
+        fit_dpo(jax.random.key(0), model(), pairs(), num_steps=1, batch_size=3, mesh=on(2))
