@@ -116,17 +116,35 @@ SNORE_SIGMA, SNORE_ALPHA, SNORE_SIGMA_Y = 10 / 255, 0.5, 10 / 255
 SNORE_DELTA = 0.5 * SNORE_SIGMA_Y**2
 
 
+def _sweep_mesh(x):
+    """The mesh a device sweep (``--scaling devices`` / ``--devices N``) put ``x`` on, or None.
+
+    ``benchmarks.runner.shard_batch`` places the batch on a one-axis mesh over the first n devices;
+    the traced argument carries that mesh abstractly (axis name and size, ``jax.typeof(x).sharding``),
+    so the same mesh is rebuilt from ``jax.devices()[:n]``. An argument on one device, not on a
+    mesh (the ordinary speed rows), has an empty abstract mesh: None.
+    """
+    abstract = getattr(jax.typeof(x).sharding, "mesh", None)
+    if abstract is None or not abstract.axis_names:
+        return None
+    devices = np.asarray(jax.devices()[: abstract.size]).reshape(abstract.axis_sizes)
+    return jax.sharding.Mesh(devices, abstract.axis_names)
+
+
 def snore_kernel(keys, ys, operator, denoiser, schedule, sigma_y, *, num_samples=1):
     """SNORE on ``[n_images]`` observations x ``[n_seeds]`` keys (the benchmarked kernel).
 
     On CPU the runs go one at a time (``chunk_size=1``): measured on 2 shared cores, interleaved,
     paired median ratio vmap-all / one-at-a-time = 1.07 (64x64, 2 images x 4 seeds), 1.11
     (256x256, 1 x 2) and 1.44 (256x256, 2 x 2): one image's activations stay in cache.
-    Elsewhere all runs are vmapped together.
+    Elsewhere all runs are vmapped together. In a device sweep (images split over a mesh) the
+    kernel's sharded form, ``restore_batch(..., mesh=)`` (``jax.shard_map``: each device restores
+    its own images); without ``mesh=`` XLA's partitioner gathers the images around Blur's FFTs and
+    every device runs the whole batch (measured: output replicated, per-device memory unchanged).
     """
     chunk_size = 1 if jax.default_backend() == "cpu" else None
     return restore_batch(keys, ys, operator, denoiser, schedule, sigma_y, method="snore", num_samples=num_samples,
-                         chunk_size=chunk_size).x
+                         chunk_size=chunk_size, mesh=_sweep_mesh(ys)).x
 
 
 def _snore_setup(size, key):
