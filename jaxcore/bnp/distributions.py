@@ -89,8 +89,12 @@ def _uniform_open(key, shape, dtype=jnp.float32):
     23-bit grid, symmetric about 1/2, so ``log u``, ``log1p(-u)`` and
     ``erf_inv(2u - 1)`` are finite for every draw (in float32 and float64).
     """
-    bits = _random_words(key, int(np.prod(shape))).reshape(shape)
-    return (((bits >> 9).astype(jnp.float32) + 0.5) * np.float32(2.0**-23)).astype(dtype)
+    return _uniform_from_words(_random_words(key, int(np.prod(shape))).reshape(shape), dtype)
+
+
+def _uniform_from_words(words, dtype=jnp.float32):
+    """:func:`_uniform_open` of given uint32 words (their top 23 bits)."""
+    return (((words >> 9).astype(jnp.float32) + 0.5) * np.float32(2.0**-23)).astype(dtype)
 
 
 def _random_words(key, n: int):
