@@ -73,7 +73,8 @@ def mean_hidden(model: lm.Llama, tokens: Int[Array, "B L"], mask: Bool[Array, "B
         position_mask: ``[B, L]`` bool, the positions to average over (default ``mask``).
         chunk_size: sequences per forward (memory); the result does not depend on it. Chunk j holds
             rows j, j + m, ... (m = ceil(B / chunk_size)): rows split over D devices stay split (no
-            gather) when ``chunk_size`` is a multiple of D dividing B.
+            collective at all) when ``chunk_size`` is a multiple of D dividing B; otherwise the padded
+            chunks do not line up with the devices' rows and XLA all-gathers the inputs.
 
     Returns:
         A :class:`HiddenMeans` (``residual [B, n + 1, d]``, ``mlp [B, n, f]``, float32).
