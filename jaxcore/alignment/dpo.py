@@ -309,10 +309,9 @@ def _fit_jit(key, state, reference, pairs, optimizer, beta, num_steps, batch_siz
         ref_lp = jax.shard_map(
             lambda r, q: _reference_log_probs(eqx.combine(r, ref_static), q, batch_size // shards), mesh=mesh,
             in_specs=(P(), rows), out_specs=rows, check_vma=False)(ref_arrays, pairs)  # lm's loops: unannotated
-        local = batches - (n // shards) * (jnp.arange(batch_size) // (batch_size // shards))  # block-local rows
+        batches = batches - (n // shards) * (jnp.arange(batch_size) // (batch_size // shards))  # block-local rows
         gather = jax.shard_map(lambda q, r, i: (q.take(i), r[i]), mesh=mesh, in_specs=(rows, rows, rows),
                                out_specs=rows)
-        batches = local
         take = lambda i: gather(pairs, ref_lp, i)  # noqa: E731
     bar = Progress(progress, num_steps, "DPO")
 
