@@ -56,6 +56,10 @@ class EigenResult(NamedTuple):
     converged: Bool[Array, ""]
 
 
+_UNROLL = 8        # adjacency slot columns per loop step of the mat-vec (the table width is a multiple of it)
+_ROW_BLOCKS = 8    # row blocks of the degree-sorted table, each looping only to its own largest degree
+
+
 def _slot_weights(graph: DynamicGraph, edge_weight: Array) -> tuple[Array, Array, Array]:
     """Per-slot weights ``[V, W]``, ``D^{-1/2}`` ``[V]`` and the active-vertex mask ``[V]``."""
     v, w = graph.neighbors.shape
@@ -67,25 +71,54 @@ def _slot_weights(graph: DynamicGraph, edge_weight: Array) -> tuple[Array, Array
     return wslot, dinv, active
 
 
-def _adjacency_apply(graph: DynamicGraph, wslot: Array, x: Array) -> Array:
-    """``A x`` for ``x`` ``[V, b]`` through the adjacency table, gathering a chunk of slot columns at a time.
+class _Operator(NamedTuple):
+    """``M = D^{-1/2} A D^{-1/2}`` in degree-sorted vertex order, as a blocked, transposed adjacency table.
 
-    The chunk (a power of two) keeps each gathered block near 2**24 entries: one gather for small graphs
-    (few loop steps, little overhead), a short loop for large ones (bounded memory).
+    Vertex ``order[i]`` of the graph is vertex ``i`` here (descending incident-edge count). Row block
+    ``r`` (``V / R`` consecutive sorted vertices) holds its table transposed, ``[W, V / R]``: slot
+    column ``j`` of the block is one contiguous row, and the block's loop stops at its first vertex's
+    count, so the work is about ``nnz`` gathered rows of ``x`` rather than ``V * W``.
     """
-    nbr = graph.neighbors
-    v, w = nbr.shape
-    b = x.shape[1]
-    chunk = 1 << max(0, min(int(np.log2(w)), int(np.floor(np.log2(max(1, (1 << 24) // (v * b)))))))
-    if chunk >= w:
-        return jnp.einsum("vw,vwb->vb", wslot, x[nbr])
 
-    def body(j: Array, acc: Array) -> Array:
-        cols = jax.lax.dynamic_slice_in_dim(nbr, j * chunk, chunk, axis=1)
-        ws = jax.lax.dynamic_slice_in_dim(wslot, j * chunk, chunk, axis=1)
-        return acc + jnp.einsum("vw,vwb->vb", ws, x[cols])
+    nbr: Array      # [R, W, V/R] int32 neighbour (sorted ids) of each slot
+    weight: Array   # [R, W, V/R] slot weight w_uv d_u^-1/2 d_v^-1/2 (0 on empty slots)
+    top: Array      # [R] int32 slot columns each block needs (its largest count)
+    order: Array    # [V] sorted position -> vertex
+    inverse: Array  # [V] vertex -> sorted position
+    active: Array   # [V] bool, sorted: the vertex has an edge of positive weight
 
-    return jax.lax.fori_loop(0, w // chunk, body, jnp.zeros_like(x))
+
+def _operator(graph: DynamicGraph, edge_weight: Array) -> _Operator:
+    wslot, dinv, active = _slot_weights(graph, edge_weight)
+    v, w = graph.neighbors.shape
+    r = _ROW_BLOCKS if v >= 64 * _ROW_BLOCKS else 1
+    order = jnp.argsort(-graph.count, stable=True).astype(jnp.int32)
+    inverse = jnp.zeros(v, jnp.int32).at[order].set(jnp.arange(v, dtype=jnp.int32))
+    nbr = graph.neighbors[order]
+    weight = wslot[order] * dinv[order][:, None] * dinv[nbr]
+    nbr = inverse[nbr]
+    blocks = lambda a: a.reshape(r, v // r, w).transpose(0, 2, 1)   # per-block transposes: cheaper on CPU
+    top = graph.count[order][:: v // r]
+    return _Operator(blocks(nbr), blocks(weight), top, order, inverse, active[order])
+
+
+def _apply(op: _Operator, x: Array) -> Array:
+    """``M x`` for ``x`` ``[V, b]`` in the operator's sorted order: per block, ``sum_j w[:, j] * x[nbr[:, j]]``."""
+    r, w, vb = op.nbr.shape
+    out = []
+    for blk in range(r):
+        nbr, weight = op.nbr[blk], op.weight[blk]
+
+        def body(j: Array, acc: Array, nbr: Array = nbr, weight: Array = weight) -> Array:
+            cols = jax.lax.dynamic_slice_in_dim(nbr, j * _UNROLL, _UNROLL, axis=0)
+            ws = jax.lax.dynamic_slice_in_dim(weight, j * _UNROLL, _UNROLL, axis=0)
+            for i in range(_UNROLL):
+                acc = acc + ws[i][:, None] * x[cols[i]]
+            return acc
+
+        trips = (op.top[blk] + _UNROLL - 1) // _UNROLL
+        out.append(jax.lax.fori_loop(0, trips, body, jnp.zeros((vb, x.shape[1]), x.dtype)))
+    return out[0] if r == 1 else jnp.concatenate(out, axis=0)
 
 
 def _weights_or_graph(graph: DynamicGraph, edge_weight: Any) -> Array:
@@ -110,9 +143,9 @@ def _weights_or_graph(graph: DynamicGraph, edge_weight: Any) -> Array:
 
 @jax.jit
 def _laplacian_matvec(graph: DynamicGraph, edge_weight: Array, x: Array) -> Array:
-    wslot, dinv, active = _slot_weights(graph, edge_weight)
-    y = dinv[:, None] * _adjacency_apply(graph, wslot, dinv[:, None] * x)
-    return jnp.where(active[:, None], x - y, x)
+    op = _operator(graph, edge_weight)
+    xs = x[op.order]
+    return (xs - jnp.where(op.active[:, None], _apply(op, xs), 0))[op.inverse]
 
 
 def laplacian_matvec(graph: DynamicGraph, x: Float[Array, "V b"], edge_weight: Any = None) -> Float[Array, "V b"]:
@@ -149,15 +182,24 @@ def laplacian_matvec(graph: DynamicGraph, x: Float[Array, "V b"], edge_weight: A
     return out[:, 0] if vec else out
 
 
-@partial(jax.jit, static_argnames=("kmax", "block_size", "degree", "max_iterations"))
-def _chfsi(key: Array, graph: DynamicGraph, edge_weight: Array, tol: Array, k: Array, kmax: int, block_size: int,
-           degree: int, max_iterations: int) -> EigenResult:
-    """``k`` (traced) eigenpairs in ``kmax`` (static) slots, zero past k: one compilation per k bucket."""
-    wslot, dinv, active = _slot_weights(graph, edge_weight)
-    dtype = edge_weight.dtype
+_FIRST_CUT = 0.0      # the first filter's cut (no Ritz values yet): the middle of M's spectrum [-1, 1]
+_DEGREE_MARGIN = 10.0  # an adaptive degree aims at tol / 10, so that one more iteration is rarely needed
 
-    def mop(x: Array) -> Array:
-        return dinv[:, None] * _adjacency_apply(graph, wslot, dinv[:, None] * x)
+
+def _subspace_iteration(key: Array, mop: Any, active: Array, tol: Array, k: Array, block_size: int,
+                        degree: int, max_degree: int, adaptive: bool, max_iterations: int) -> tuple:
+    """Chebyshev-filtered subspace iteration for the k largest eigenpairs of a symmetric ``mop`` (spectrum in
+    [-1, 1]; ``active`` ``[V]`` bool: the rows the random start block spans).
+
+    Returns ``(x [V, b], theta [b] descending, residuals [b], iterations, mat-vecs, worst wanted residual)``.
+
+    The first filter has degree ``degree`` and cut ``_FIRST_CUT`` (a random block has no Ritz values worth
+    a Rayleigh-Ritz step); later ones cut at the block's smallest Ritz value and, when ``adaptive``, take
+    the degree ``m`` at which the Chebyshev growth at the k-th Ritz value reaches the residual reduction
+    still needed: ``T_m(t_k) >= margin * res / tol``, ``m = acosh(margin * res / tol) / acosh(t_k)``,
+    clipped to ``[2, max_degree]``.
+    """
+    dtype, v = tol.dtype, active.shape[0]
 
     def rayleigh_ritz(y: Array) -> tuple[Array, Array, Array]:
         q, _ = jnp.linalg.qr(y)
@@ -169,7 +211,7 @@ def _chfsi(key: Array, graph: DynamicGraph, edge_weight: Array, tol: Array, k: A
         res = jnp.linalg.norm(mq @ vecs - x * theta, axis=0)
         return x, theta, res
 
-    def chebyshev(x: Array, cut: Array) -> Array:
+    def chebyshev(x: Array, cut: Array, m: Array) -> Array:
         c = 0.5 * (cut - 1.0)
         e = 0.5 * (cut + 1.0)
         y1 = (mop(x) - c * x) / e
@@ -180,40 +222,68 @@ def _chfsi(key: Array, graph: DynamicGraph, edge_weight: Array, tol: Array, k: A
             s = jnp.maximum(jnp.max(jnp.abs(y2), axis=0), jnp.finfo(dtype).tiny)
             return y1 / s, y2 / s
 
-        return jax.lax.fori_loop(1, degree, body, (x, y1))[1]
-
-    x0 = jnp.where(active[:, None], jax.random.normal(key, (graph.vertex_capacity, block_size), dtype), 0)
-    x, theta, res = rayleigh_ritz(x0)
+        return jax.lax.fori_loop(1, m, body, (x, y1))[1]
 
     wanted = jnp.arange(block_size) < k
 
     def worst(res: Array) -> Array:
         return jnp.max(jnp.where(wanted, res, 0.0))
 
+    def next_degree(theta: Array, res: Array, cut: Array) -> Array:
+        if not adaptive:
+            return jnp.asarray(degree, jnp.int32)
+        t = (theta[jnp.maximum(k - 1, 0)] - 0.5 * (cut - 1.0)) / (0.5 * (cut + 1.0))
+        need = jnp.maximum(_DEGREE_MARGIN * worst(res) / tol, 1.0)
+        m = jnp.ceil(jnp.arccosh(need) / jnp.arccosh(jnp.maximum(t, 1.0 + 1e-6)))
+        return jnp.clip(jnp.nan_to_num(m, nan=max_degree), 2, max_degree).astype(jnp.int32)
+
     def cond(state: tuple) -> Array:
-        _, _, res, it = state
+        _, _, res, it, _ = state
         return (it < max_iterations) & ~(worst(res) <= tol)
 
     def body(state: tuple) -> tuple:
-        x, theta, _, it = state
-        cut = jnp.clip(theta[-1], -1.0 + 1e-3, 1.0 - 1e-3)
-        x, theta, res = rayleigh_ritz(chebyshev(x, cut))
-        return x, theta, res, it + 1
+        x, theta, res, it, nmv = state
+        first = it == 0
+        cut = jnp.where(first, _FIRST_CUT, jnp.clip(theta[-1], -1.0 + 1e-3, 1.0 - 1e-3))
+        m = jnp.where(first, degree, next_degree(theta, res, cut))
+        x, theta, res = rayleigh_ritz(chebyshev(x, cut, m))
+        return x, theta, res, it + 1, nmv + m + 1
 
-    x, theta, res, it = jax.lax.while_loop(cond, body, (x, theta, res, jnp.zeros((), jnp.int32)))
-    on = wanted[:kmax]
+    x0 = jnp.where(active[:, None], jax.random.normal(key, (v, block_size), dtype), 0)
+    init = (x0, jnp.zeros(block_size, dtype), jnp.full(block_size, jnp.inf, dtype), jnp.zeros((), jnp.int32),
+            jnp.zeros((), jnp.int32))
+    x, theta, res, it, nmv = jax.lax.while_loop(cond, body, init)
+    return x, theta, res, it, nmv, worst(res)
+
+
+@partial(jax.jit, static_argnames=("kmax", "block_size", "degree", "max_iterations"))
+def _chfsi(key: Array, graph: DynamicGraph, edge_weight: Array, tol: Array, k: Array, kmax: int, block_size: int,
+           degree: int | None, max_iterations: int) -> EigenResult:
+    """``k`` (traced) eigenpairs in ``kmax`` (static) slots, zero past k: one compilation per k bucket."""
+    op = _operator(graph, edge_weight)
+    first = _FIRST_DEGREE if degree is None else degree
+    x, theta, res, it, _, bad = _subspace_iteration(
+        key, lambda y: _apply(op, y), op.active, tol, k, block_size, first,
+        _MAX_DEGREE, degree is None, max_iterations)
+    x = x[op.inverse]
+    on = jnp.arange(kmax) < k
     return EigenResult(jnp.where(on, 1.0 - theta[:kmax], 0.0), jnp.where(on[None, :], x[:, :kmax], 0.0),
-                       jnp.where(on, res[:kmax], 0.0), it, worst(res) <= tol)
+                       jnp.where(on, res[:kmax], 0.0), it, bad <= tol)
+
+
+_FIRST_DEGREE = 6
+_MAX_DEGREE = 32
 
 
 def smallest_eigenpairs(key: Any, graph: DynamicGraph, k: int, *, edge_weight: Any = None,
-                        block_size: int | None = None, degree: int = 8, tol: float | None = None,
+                        block_size: int | None = None, degree: int | None = None, tol: float | None = None,
                         max_iterations: int = 200) -> EigenResult:
     """The k smallest eigenpairs of the normalised Laplacian L_sym, with a residual convergence test.
 
     Chebyshev-filtered subspace iteration on ``M = I - L_sym`` (module docstring); the block of
-    ``block_size`` vectors starts random (``key``). Each iteration costs ``degree + 1`` block
-    mat-vecs, ``O((degree + 1) * nnz * block_size)``.
+    ``block_size`` vectors starts random (``key``). An iteration of degree ``m`` costs ``m + 1`` block
+    mat-vecs, ``O((m + 1) * nnz * block_size)``; by default the first has degree 6 and each later one
+    the degree its Ritz values and residuals call for (at most 32).
 
     Args:
         key: a ``jax.random.key`` for the random start block.
@@ -223,7 +293,9 @@ def smallest_eigenpairs(key: Any, graph: DynamicGraph, k: int, *, edge_weight: A
         edge_weight: ``[edge_capacity]`` weights instead of ``graph.weight`` (a sparsifier's).
         block_size: subspace size (default ``K + max(4, K // 2)``, K = k rounded up to a power of two >= 8,
             so that every k of one bucket shares one compiled program).
-        degree: Chebyshev polynomial degree per iteration (int >= 1).
+        degree: a fixed Chebyshev polynomial degree per iteration (int >= 1); ``None`` (default): adaptive,
+            ``m = acosh(10 res / tol) / acosh(t_k)`` (``t_k``: the k-th Ritz value mapped to the filter's
+            interval, where ``T_m`` grows as ``cosh(m acosh t_k)``).
         tol: residual tolerance on ``||L x - lambda x||_2`` (default 1e-4 in float32, 1e-8 in float64).
         max_iterations: iteration cap (int >= 1); ``converged`` says whether ``tol`` was met.
 
@@ -271,7 +343,7 @@ def _solver_args(graph: Any, k: Any, k_name: str, edge_weight: Any, block_size: 
     # pass for an eigenpair of the graph whenever one of the k smallest eigenvalues exceeds 1
     b = min(b, graph.vertex_capacity, max(active, k))
     kmax = min(kmax, b)
-    degree = check_int(degree, "degree", minimum=1)
+    degree = None if degree is None else check_int(degree, "degree", minimum=1)
     max_iterations = check_int(max_iterations, "max_iterations", minimum=1)
     if tol is None:
         tol = 1e-8 if w.dtype == jnp.float64 else 1e-4

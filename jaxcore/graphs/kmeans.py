@@ -76,9 +76,17 @@ def _sqdist(x: Array, xx: Array, c: Array) -> Array:
 
 
 def _draw(key: Array, weights: Array, num: int) -> Array:
-    """``num`` indices drawn with probability proportional to ``weights`` (Gumbel-max, with replacement)."""
-    g = jax.random.gumbel(key, (num, weights.shape[0]), weights.dtype)
-    return jnp.argmax(jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)) + g, -jnp.inf), axis=1)
+    """``num`` indices drawn with probability proportional to ``weights`` (with replacement).
+
+    Inverse-CDF sampling as scikit-learn's k-means++: ``num`` uniforms against the cumulative weights
+    (one pass over the points, ``num`` random numbers, where Gumbel-max needed ``num * N``). A uniform
+    that rounding puts past the last cumulative weight falls back to the last point of positive weight.
+    """
+    cdf = jnp.cumsum(weights)
+    u = jax.random.uniform(key, (num,), weights.dtype) * cdf[-1]
+    idx = jnp.searchsorted(cdf, u, side="right")
+    last = weights.shape[0] - 1 - jnp.argmax((weights > 0)[::-1])
+    return jnp.minimum(idx, last).astype(jnp.int32)
 
 
 def _kmeanspp(key: Array, x: Array, xx: Array, w: Array, kmax: int, k: Array) -> Array:

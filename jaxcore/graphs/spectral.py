@@ -67,7 +67,7 @@ def _spectral(key: Array, graph: DynamicGraph, edge_weight: Array, tol: Array, k
 
 
 def spectral_clustering(key: Any, graph: DynamicGraph, num_clusters: int, *, edge_weight: Any = None,
-                        num_init: int = 10, block_size: int | None = None, degree: int = 8,
+                        num_init: int = 10, block_size: int | None = None, degree: int | None = None,
                         tol: float | None = None, max_iterations: int = 200) -> SpectralResult:
     """Spectral clustering of the whole graph: k smallest eigenvectors of L_sym, then k-means.
 
