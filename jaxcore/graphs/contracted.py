@@ -30,6 +30,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from jaxcore._util import check_int, check_key, check_scalar, expected, is_concrete
 
+from .eigensolver import _subspace_iteration
 from .graph import DynamicGraph, capacity_bucket
 from .kmeans import _kmeans, cluster_bucket
 
@@ -266,32 +267,63 @@ def update_contracted(contracted: ContractedGraph, graph: DynamicGraph, num_new:
     return out
 
 
+_DENSE_EIGH_MAX = 128   # super-node capacities up to this use dense eigh; larger ones the filtered iteration
+_QUERY_ITERATIONS = 6   # filtered-iteration cap before the query falls back to dense eigh
+
+
+def _embedding(key: Array, w: Array, live: Array, k: Array, kmax: int) -> tuple[Array, Array]:
+    """The k smallest eigenpairs of ``L = I - D^{-1/2} W D^{-1/2}`` on the live super-nodes: ``(vals [kmax],
+    vecs [S, kmax])``, zero past k.
+
+    Small capacities: dense ``eigh`` (dead super-nodes get eigenvalue ``_PAD_EIGENVALUE``). Larger ones:
+    Chebyshev-filtered subspace iteration on the dense ``M = D^{-1/2} W D^{-1/2}`` (each mat-vec one
+    ``[S, S] x [S, b]`` matmul), residual-checked; dense ``eigh`` only where it does not converge within
+    ``_QUERY_ITERATIONS`` iterations or fewer super-nodes are live than the block is wide.
+    """
+    s = w.shape[0]
+    deg = jnp.sum(w, axis=1)
+    dinv = jnp.where(live, jax.lax.rsqrt(jnp.where(live, deg, 1.0)), 0.0)
+    m = jnp.where(live[:, None] & live[None, :], dinv[:, None] * w * dinv[None, :], 0.0)
+    on = jnp.arange(kmax) < k
+
+    def dense(_: Any = None) -> tuple[Array, Array]:
+        lap = jnp.diag(jnp.where(live, 1.0, _PAD_EIGENVALUE).astype(w.dtype)) - m
+        vals, vecs = jnp.linalg.eigh(lap)
+        return vals[:kmax], vecs[:, :kmax]
+
+    if s <= _DENSE_EIGH_MAX:
+        vals, vecs = dense()
+    else:
+        b = kmax + max(4, kmax // 2)
+        tol = jnp.asarray(1e-8 if w.dtype == jnp.float64 else 1e-4, w.dtype)
+        x, theta, _, _, _, bad = _subspace_iteration(key, lambda y: m @ y, live, tol, k, b, 6, 32, True,
+                                                     _QUERY_ITERATIONS)
+        ok = (bad <= tol) & (jnp.sum(live) >= b)
+        vals, vecs = jax.lax.cond(ok, lambda _: (1.0 - theta[:kmax], x[:, :kmax]), dense, None)
+    return jnp.where(on, vals, 0.0), jnp.where(on[None, :], vecs, 0.0)
+
+
 @partial(jax.jit, static_argnames=("kmax", "num_init", "recontract"))
 def _query(key: Array, cg: ContractedGraph, degree: Array, k: Array, kmax: int, num_init: int,
            recontract: bool) -> tuple:
     s = cg.supernode_capacity
     w = cg.matrix
-    deg = jnp.sum(w, axis=1)
-    live = (jnp.arange(s) < cg.num_supernodes) & (deg > 0)
-    dinv = jnp.where(live, jax.lax.rsqrt(jnp.where(live, deg, 1.0)), 0.0)
-    lap = jnp.eye(s, dtype=w.dtype) - dinv[:, None] * w * dinv[None, :]
-    lap = jnp.where(live[:, None] & live[None, :], lap, 0.0)
-    lap = lap + jnp.diag(jnp.where(live, 0.0, _PAD_EIGENVALUE))
-    vals, vecs = jnp.linalg.eigh(lap)
-    on = jnp.arange(kmax) < k
-    emb = jnp.where(on[None, :], vecs[:, :kmax], 0.0)
-    res = _kmeans(key, emb, live.astype(w.dtype), None, jnp.asarray(1e-4, w.dtype), k, kmax, num_init, 300)
+    live = (jnp.arange(s) < cg.num_supernodes) & (jnp.sum(w, axis=1) > 0)
+    k_eig, k_km = jax.random.split(key)
+    vals, emb = _embedding(k_eig, w, live, k, kmax)
+    res = _kmeans(k_km, emb, live.astype(w.dtype), None, jnp.asarray(1e-4, w.dtype), k, kmax, num_init, 300)
     z = jnp.where(jnp.arange(s) < cg.num_supernodes, res.labels, 0).astype(jnp.int32)
     labels = jnp.where(cg.assign >= 0, z[jnp.maximum(cg.assign, 0)], -1)
     if recontract:
-        inb = jnp.arange(s) < cg.num_supernodes
-        zz = jnp.where(inb, z, s)
-        flat = (zz[:, None] * s + zz[None, :]).reshape(-1)
-        matrix = jax.ops.segment_sum(w.reshape(-1), flat, s * s).reshape(s, s)
+        # Z^T W Z with Z the [S, kmax] super-node -> cluster indicator: two thin matmuls
+        zh = ((z[:, None] == jnp.arange(kmax)[None, :]) & (jnp.arange(s) < cg.num_supernodes)[:, None])
+        zh = zh.astype(w.dtype)
+        small = zh.T @ (w @ zh)
+        matrix = jnp.zeros_like(w).at[:kmax, :kmax].set(small)
         was_single = (cg.assign >= 0) & cg.singleton[jnp.maximum(cg.assign, 0)]
         cg = ContractedGraph(matrix, labels, cg.edge_weight, jnp.where(was_single, degree, cg.degree_then),
                              jnp.zeros(s, bool), k.astype(jnp.int32), cg.degree_trigger)
-    return labels, z, vals[:kmax], cg
+    return labels, z, vals, cg
 
 
 def query_contracted(key: Any, contracted: ContractedGraph, graph: DynamicGraph, num_clusters: int, *,

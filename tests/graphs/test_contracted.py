@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from jaxcore.graphs import add_edges, contract, query_contracted, sbm_graph, sparsify, update_contracted
+from jaxcore.graphs import add_edges, contract, from_edges, query_contracted, sbm_graph, sparsify, update_contracted
 
 G, TRUTH = sbm_graph(jax.random.key(0), [20, 20, 20], 0.5, 0.02)
 
@@ -62,3 +62,27 @@ def test_refusals():
     cg = contract(G, TRUTH, 3)
     with pytest.raises(ValueError, match="num_clusters: expected an int in"):
         query_contracted(jax.random.key(0), cg, G, 4)
+
+
+def _lsym_eigenvalues(g):
+    a = g.adjacency()
+    dm = 1.0 / np.sqrt(a.sum(1))
+    return np.linalg.eigvalsh(np.eye(len(a)) - dm[:, None] * a * dm[None, :])
+
+
+@pytest.mark.parametrize("kind", ["sbm", "path"])
+def test_large_query_matches_dense_eigh(kind):
+    # 200 singleton super-nodes (capacity 512): the filtered iteration on the SBM (a wide eigengap), the
+    # dense-eigh fallback on a path (eigenvalues (pi j / n)^2, too close for the iteration cap); the
+    # contracted Laplacian of singletons is the graph's own, so numpy's eigenvalues are the oracle
+    if kind == "sbm":
+        g, truth = sbm_graph(jax.random.key(3), [50] * 4, 0.3, 0.01)
+        k = 4
+    else:
+        g, truth, k = from_edges(np.arange(199), np.arange(1, 200)), None, 8
+    cg = contract(g, np.arange(200), 200)
+    assert cg.supernode_capacity > 128
+    r = query_contracted(jax.random.key(0), cg, g, k)
+    np.testing.assert_allclose(np.asarray(r.eigenvalues, np.float64), _lsym_eigenvalues(g)[:k], atol=1e-4)
+    if kind == "sbm":
+        assert adjusted_rand_score(truth, np.asarray(r.labels)[:200]) == 1.0
