@@ -4,7 +4,7 @@ Classical processes (Poisson, exponential Hawkes with general or shared decays,
 self-correcting) with exact O(L) likelihoods, simulation and optax MLE; a jump-diffusion
 SDE solver (an error-controlled exponential scheme in ``lax.scan``, Euler-Maruyama, diffrax
 or the exact flow); the Neural Jump-Diffusion TPP (Zhang et al., ICML 2024) and the neural
-baselines it is compared with (RMTPP, NHP, THP, SAHP, IFTPP: one interface, thinning
+baselines it is compared with (RMTPP, NHP, THP, SAHP, IFTPP, AttNHP: one interface, thinning
 sampler); evaluation by NLL per event, next-event prediction and time-rescaling KS; the
 paper's synthetic sets.
 
@@ -26,6 +26,7 @@ The main workflow, on the coal-mining disasters (real data shipped in ``rdataset
     >>> thp.model.predict_next(jax.random.key(5), coal.test, horizon=4.0).time.shape  # doctest: +SKIP
 """
 
+from .attnhp import AttNHP
 from .events import EventBatch, EventSplits, event_batches, validate_sequence
 from .fit import FitResult, fit_mle
 from .hawkes import Hawkes, HawkesSDE, SharedDecayHawkes
@@ -52,6 +53,7 @@ from .synthetic import synthetic_hawkes, synthetic_poisson, synthetic_self_corre
 from .thp import THP
 
 __all__ = [
+    "AttNHP",
     "EvaluationResult",
     "EventBatch",
     "EventSplits",
