@@ -88,6 +88,25 @@ def speed_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
+def peak_device_memory(doc: dict[str, Any], family: str) -> tuple[str, str, dict[str, int]] | None:
+    """The speed program of ``family`` with the largest device memory in XLA's memory analysis.
+
+    Device memory of one program = arguments + outputs + temporaries (``memory_analysis()``; donated
+    or aliased buffers counted twice, so an upper bound). Returns ``(benchmark, size, fields)`` or None.
+    """
+    best, best_total = None, -1
+    for rec in doc.get("results", []):
+        if rec.get("kind") != "speed" or rec.get("family") != family:
+            continue
+        mem = rec.get("kernel", {}).get("memory") or {}
+        parts = [mem.get(f) for f in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes")]
+        if any(v is None for v in parts):
+            continue
+        if sum(parts) > best_total:
+            best, best_total = (rec["name"], _size(rec.get("size", {})), mem), sum(parts)
+    return best
+
+
 SPEED_COLUMNS = [
     ("benchmark", "benchmark"), ("size", "size"), ("status", "status"), ("compile", "compile"),
     ("kernel", "kernel median ± IQR"), ("baseline", "baseline (median)"), ("speedup", "speed-up [IQR]"),
@@ -146,6 +165,14 @@ def markdown(doc: dict[str, Any]) -> str:
         if rows:
             out += ["### Speed", "", _md_table([h for _, h in SPEED_COLUMNS],
                                                [[r[k] for k, _ in SPEED_COLUMNS] for r in rows]), ""]
+            peak = peak_device_memory(doc, fam)
+            if peak is not None:
+                name, size, mem = peak
+                a, o, t = (mem[f] for f in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes"))
+                out += [f"Largest device memory of the family's programs in this run: {name} ({size}), "
+                        f"{fmt_si(a + o + t, 'B')} per device (arguments {fmt_si(a, 'B')}, outputs {fmt_si(o, 'B')}, "
+                        f"temporaries {fmt_si(t, 'B')}; XLA's memory analysis of the compiled program, an upper "
+                        "bound where buffers are donated).", ""]
         dev = [s for s in doc.get("scaling", []) if s.get("family") == fam and s.get("kind") == "devices"]
         if dev:
             out += ["### Device scaling", "",
