@@ -544,7 +544,11 @@ def _neural_model(name, K, key, width, rate, train):
         return SAHP(K, key=key, d_model=width, num_layers=1, init_rate=rate)
     if name == "IFTPP":
         return IFTPP(K, key=key, hidden=width, init_log_gap=float(-np.log(rate * K)))
-    raise ValueError(f"neural: unknown model {name!r} (RMTPP, NHP, THP, SAHP, IFTPP)")
+    if name == "AttNHP":
+        from jaxcore.tpp import AttNHP
+
+        return AttNHP(K, key=key, d_model=width, num_layers=1, init_rate=rate)
+    raise ValueError(f"neural: unknown model {name!r} (RMTPP, NHP, THP, SAHP, IFTPP, AttNHP)")
 
 
 def _table(title, rows_by_set, note, with_acc):
