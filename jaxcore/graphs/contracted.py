@@ -1,4 +1,4 @@
-"""The dynamic contracted graph: each cluster of the last query one super-node, queried by dense eigh.
+"""The dynamic contracted graph: each cluster of the last query one super-node, queried by an eigensolve.
 
 Given a clustering with indicator ``Y`` (``[n, S]``, ``Y[v, a] = 1`` iff v is in super-node a),
 the contracted graph has the ``S x S`` adjacency ``Y^T A_c Y`` (``A_c``: the sparsifier's weights
@@ -6,11 +6,13 @@ at contraction time, the graph's own weights for edges inserted later). Under in
 vertex becomes a singleton super-node, and so does an old vertex whose degree grew past the
 trigger (``d_then / d_now < degree_trigger``; 0.5 in the reference code): its incident edges move
 to its own row. Both need only the batch and the moved vertices' adjacency rows, never a pass over
-all edges. A query takes the k smallest eigenvectors of the contracted normalised Laplacian (dense
-``eigh``; ``S`` is about k plus the vertices inserted since the last query), runs vmapped k-means on
-the super-nodes and maps labels back to vertices; it then re-contracts by the new clustering,
-``Z^T (Y^T A_c Y) Z = (Y Z)^T A_c (Y Z)`` (``Z``: super-nodes to clusters, ``O(S^2)``), so the next
-query is small again.
+all edges. A query takes the k smallest eigenvectors of the contracted normalised Laplacian (``S``
+is about k plus the vertices inserted since the last query: dense ``eigh`` up to 128 super-node
+slots, above that Chebyshev-filtered subspace iteration on the dense matrix, residual-checked, with
+dense ``eigh`` where it does not converge), runs vmapped k-means on the super-nodes and maps labels
+back to vertices; it then re-contracts by the new clustering,
+``Z^T (Y^T A_c Y) Z = (Y Z)^T A_c (Y Z)`` (``Z``: super-nodes to clusters, two ``[S, S] x [S, k]``
+matmuls), so the next query is small again.
 
 References:
     S. Laenen, H. Sun. "Dynamic Spectral Clustering with Provable Approximation Guarantee."
@@ -328,13 +330,16 @@ def _query(key: Array, cg: ContractedGraph, degree: Array, k: Array, kmax: int, 
 
 def query_contracted(key: Any, contracted: ContractedGraph, graph: DynamicGraph, num_clusters: int, *,
                      num_init: int = 10, recontract: bool = True) -> ContractedQueryResult:
-    """Cluster the vertices through the contracted graph: dense eigh, vmapped k-means, label map.
+    """Cluster the vertices through the contracted graph: its eigenvectors, vmapped k-means, label map.
 
     The embedding is the k eigenvectors of ``L = I - D^{-1/2} W D^{-1/2}`` (W the super-node matrix)
-    with the smallest eigenvalues; super-nodes of degree 0 and padding are excluded.
+    with the smallest eigenvalues; super-nodes of degree 0 and padding are excluded. Up to 128
+    super-node slots they come from dense ``eigh``; above, from Chebyshev-filtered subspace iteration
+    on the dense matrix (mat-vecs are ``[S, S] x [S, b]`` matmuls; residuals ``<= 1e-4`` in float32,
+    else dense ``eigh``).
 
     Args:
-        key: a ``jax.random.key`` for the k-means++ restarts.
+        key: a ``jax.random.key`` for the subspace start block and the k-means++ restarts.
         contracted: the contracted graph.
         graph: the graph (its degrees reset the pull-out reference of re-contracted singletons).
         num_clusters: k (int, at most the number of super-nodes of positive degree).

@@ -3,7 +3,7 @@
 ``init_clustering`` samples the sparsifier H of G, clusters H by full spectral clustering and
 contracts the clusters; ``update_clustering`` inserts a batch of edges into G, H and the contracted
 graph (amortised O(1) per edge); ``query_clustering`` clusters through the contracted graph
-(dense eigh on about k + new-vertex super-nodes, o(n)).
+(an eigensolve on about k + new-vertex super-nodes, o(n)).
 
 References:
     S. Laenen, H. Sun. "Dynamic Spectral Clustering with Provable Approximation Guarantee."
@@ -146,7 +146,7 @@ def update_clustering(key: Any, state: ClusteringState, src: Any, dst: Any, weig
 
 def query_clustering(key: Any, state: ClusteringState, num_clusters: int, *, num_init: int = 10,
                      recontract: bool = True) -> QueryResult:
-    """Cluster all vertices through the contracted graph (dense eigh, vmapped k-means, label map).
+    """Cluster all vertices through the contracted graph (its eigenvectors, vmapped k-means, label map).
 
     Args:
         key: a ``jax.random.key`` (k-means++ restarts).

@@ -3,11 +3,18 @@
 ``L = I - D^{-1/2} A D^{-1/2}`` has its spectrum in [0, 2]; its k smallest eigenpairs are the k
 largest of ``M = D^{-1/2} A D^{-1/2}`` (spectrum in [-1, 1]). Each iteration applies a degree-m
 Chebyshev polynomial of M that is bounded by 1 on the unwanted interval ``[-1, cut]`` (``cut``: the
-smallest Ritz value of the block, below the wanted eigenvalues by Cauchy interlacing) and grows
-fast above it, orthonormalises the block (QR) and takes Ritz pairs from ``Q^T M Q`` (Rayleigh-Ritz).
-The loop stops when every wanted residual ``||M x - theta x||_2`` (unit ``x``) is at most ``tol``,
-so a returned ``converged`` is a checked statement, not an assumption. The mat-vec walks the
-graph's padded adjacency table (one gather per slot column, no scatter).
+smallest Ritz value of the block, below the wanted eigenvalues by Cauchy interlacing; 0 for the
+random start block, which gets no Rayleigh-Ritz step of its own) and grows fast above it,
+orthonormalises the block (Gram-Schmidt, each column projected twice) and takes Ritz pairs from
+``Q^T M Q`` (Rayleigh-Ritz). After the first iteration the degree follows from the Ritz values and
+residuals (the m at which ``T_m`` at the k-th Ritz value reaches the residual reduction still
+needed). The loop stops when every wanted residual ``||M x - theta x||_2`` (unit ``x``) is at most
+``tol``, so a returned ``converged`` is a checked statement, not an assumption.
+
+The mat-vec works in degree-sorted vertex order on the adjacency table cut into row blocks, each
+stored transposed (slot column j of a block is one contiguous row) and looping only up to its own
+largest degree, 8 slot columns a step: about ``nnz`` gathered rows of the block, one gather per
+slot and no scatter. The sort, relabelling and transposes are paid once per solve.
 
 References:
     Y. Zhou, Y. Saad. "A Chebyshev-Davidson algorithm for large symmetric eigenproblems."

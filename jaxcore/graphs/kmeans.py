@@ -2,8 +2,8 @@
 
 Minimises the inertia ``sum_i w_i min_j ||x_i - c_j||^2``. Each of ``num_init`` restarts draws
 greedy k-means++ centres (``2 + floor(log K)`` candidates per centre, K: k rounded up to a power of
-two, the one that lowers the
-potential most is kept, as scikit-learn does), then runs Lloyd steps until the labels stop
+two, drawn by inverse-CDF sampling of the potential; the one that lowers the potential most is
+kept, as scikit-learn does), then runs Lloyd steps until the labels stop
 changing or the squared centre shift is at most ``tol`` times the mean per-feature variance
 (scikit-learn's rule); the restart with the least inertia wins. All restarts run at once under
 ``vmap``. Points of weight 0 (padding) take no part. A cluster left empty keeps its centre.
@@ -120,8 +120,10 @@ def _lloyd(x: Array, xx: Array, w: Array, centers: Array, k_on: Array, tol_abs: 
         return jnp.argmin(dist(c), axis=1).astype(jnp.int32)
 
     def update(labels: Array, c: Array) -> Array:
-        s = jax.ops.segment_sum(w[:, None] * x, labels, kmax)
-        m = jax.ops.segment_sum(w, labels, kmax)
+        # weighted one-hot [N, kmax]: the cluster sums and masses as one thin matmul (no scatter)
+        onehot = jnp.where(labels[:, None] == jnp.arange(kmax)[None, :], w[:, None], 0.0).astype(x.dtype)
+        s = onehot.T @ x
+        m = jnp.sum(onehot, axis=0)
         return jnp.where(m[:, None] > 0, s / jnp.where(m > 0, m, 1.0)[:, None], c)
 
     def cond(state: tuple) -> Array:
