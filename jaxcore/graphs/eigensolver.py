@@ -199,11 +199,11 @@ def _orthonormalise(y: Array) -> Array:
     y = y / scale
 
     def body(j: Array, q: Array) -> Array:
-        v = jax.lax.dynamic_index_in_dim(y, j, axis=1, keepdims=False)
-        v = v - q @ (q.T @ v)
+        y_j = jax.lax.dynamic_index_in_dim(y, j, axis=1, keepdims=False)
+        v = y_j - q @ (q.T @ y_j)
         v = v - q @ (q.T @ v)
         n = jnp.linalg.norm(v)
-        ok = n > 100 * jnp.finfo(y.dtype).eps * jnp.linalg.norm(jax.lax.dynamic_index_in_dim(y, j, axis=1, keepdims=False))
+        ok = n > 100 * jnp.finfo(y.dtype).eps * jnp.linalg.norm(y_j)
         return jax.lax.dynamic_update_index_in_dim(q, jnp.where(ok, v / jnp.where(ok, n, 1.0), 0.0), j, axis=1)
 
     return jax.lax.fori_loop(0, y.shape[1], body, jnp.zeros_like(y))
