@@ -156,9 +156,17 @@ def test_hidden_and_extended_prefixes_equal_full_forward():
     smask = np.concatenate([mask, np.ones_like(out.tokens, bool)], axis=1)
     full = lm.forward_hidden(MODEL, seq, smask).residual[:, -1]
     np.testing.assert_allclose(hid, full[:, 3:3 + n], atol=2e-5)
+    # every (step, candidate) extension left-padded to one length: one forward_hidden program
+    width = 4 + n
+    rows, masks, index = [], [], []
     for t in range(n):
         for j, c in enumerate(rec.candidates):
             s2 = np.concatenate([seq[:, :4 + t], np.full((2, 1), c)], axis=1)
             m2 = np.concatenate([smask[:, :4 + t], np.ones((2, 1), bool)], axis=1)
-            ref = lm.forward_hidden(MODEL, s2, m2).residual[:, -1, -1]
-            np.testing.assert_allclose(ext[:, t, j], ref, atol=2e-5)
+            pad = width - s2.shape[1]
+            rows.append(np.pad(s2, ((0, 0), (pad, 0))))
+            masks.append(np.pad(m2, ((0, 0), (pad, 0))))
+            index.append((t, j))
+    ref = np.asarray(lm.forward_hidden(MODEL, np.concatenate(rows), np.concatenate(masks)).residual[:, -1, -1])
+    for r, (t, j) in enumerate(index):
+        np.testing.assert_allclose(ext[:, t, j], ref[2 * r:2 * r + 2], atol=2e-5)
