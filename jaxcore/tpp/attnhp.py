@@ -73,6 +73,10 @@ def _attend(q, k, v, valid, num_heads):
 class AttNHP(NeuralTPP):
     """Attentive neural Hawkes process: attention embeddings of events and of query times (an equinox module).
 
+    ``lambda_k(t) = softplus(w_k . [[t]]^(N) + b_k)``, ``[[t]]^(N)`` the query-time embedding of the module
+    docstring's layer equations over the events before ``t``. The state of interval ``i`` (:meth:`states`,
+    ``[2 + 2 N L d]``) holds ``t_{i-1}``, ``i`` and every layer's keys and values of the ``L`` padded events.
+
     Attributes:
         embedding: ``[K, d]`` type embeddings (layer 0 of an event).
         query: ``[d]`` layer 0 of a query time.
@@ -173,4 +177,5 @@ class AttNHP(NeuralTPP):
         return x
 
     def log_intensity(self, state, dt):
+        """``log lambda_k(t_{i-1} + dt)`` from the state of interval ``i``, ``[K]`` (nats)."""
         return log_softplus(self.head(self.query_embedding(state, dt)))
