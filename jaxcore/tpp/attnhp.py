@@ -15,13 +15,17 @@ stack over the fixed keys and values of the past events, so the intensity moves 
 between events (THP's is a fixed function of the last hidden state there).
 
 In the interface of :class:`jaxcore.tpp.NeuralTPP` the state of interval ``i`` is the flat
-vector ``[t_{i-1}, i, K^(1), V^(1), ..., K^(N), V^(N)]`` (width ``2 + 2 N L d`` for a padded
-length ``L``): the previous event time, the number of past events (the attention mask is
+vector ``[t_{i-1}, lo, hi, K^(1), V^(1), ..., K^(N), V^(N)]`` (width ``3 + 2 N L d`` for a padded
+length ``L``): the previous event time, the range of valid key slots (the attention mask is
 ``j < i``) and the keys and values of all ``L`` events per layer, so ``log_intensity(state,
 dt)`` evaluates the query stack at ``t_{i-1} + dt`` and the Gauss-Legendre compensator and
 thinning sampler of ``neural.py`` apply unchanged. Cost: ``O(N L^2 d)`` per sequence for the
 states and ``O(N L d)`` per intensity evaluation (``O(g N L^2 d)`` for the likelihood with
-``g`` quadrature nodes per interval); memory ``O(N L^2 d)`` per sequence for the states.
+``g`` quadrature nodes per interval); memory ``O(N L^2 d)`` per sequence for the states. The
+thinning sampler evaluates ``B L num_samples num_proposals`` intensities at once, each ``O(N L d)``:
+for long sequences (hundreds of events) that outgrows memory; ``max_history = W`` (attention to the
+last ``W`` past events, a window the paper does not use) puts ``W`` in place of ``L`` in the state
+and the per-evaluation cost.
 
 References:
     C. Yang, H. Mei, J. Eisner, "Transformer Embeddings of Irregularly Spaced Events and Their
@@ -75,7 +79,8 @@ class AttNHP(NeuralTPP):
 
     ``lambda_k(t) = softplus(w_k . [[t]]^(N) + b_k)``, ``[[t]]^(N)`` the query-time embedding of the module
     docstring's layer equations over the events before ``t``. The state of interval ``i`` (:meth:`states`,
-    ``[2 + 2 N L d]``) holds ``t_{i-1}``, ``i`` and every layer's keys and values of the ``L`` padded events.
+    ``[3 + 2 N L d]``) holds ``t_{i-1}``, the valid slot range and every layer's keys and values of the ``L``
+    padded events (of the last ``max_history`` events before ``t_i``, ``[3 + 2 N W d]``, with a window).
 
     Attributes:
         embedding: ``[K, d]`` type embeddings (layer 0 of an event).
@@ -101,9 +106,10 @@ class AttNHP(NeuralTPP):
     qkv: tuple
     head: eqx.nn.Linear
     num_heads: int = eqx.field(static=True)
+    max_history: int | None = eqx.field(static=True)
 
     def __init__(self, num_marks: int, *, key: PRNGKeyArray, d_model: int = 32, num_heads: int = 2,
-                 num_layers: int = 2, init_rate: float = 1.0, dtype: Any = None):
+                 num_layers: int = 2, init_rate: float = 1.0, max_history: int | None = None, dtype: Any = None):
         """Build the networks.
 
         Args:
@@ -113,11 +119,15 @@ class AttNHP(NeuralTPP):
             num_heads: attention heads, a divisor of ``d_model``.
             num_layers: attention layers ``N`` >= 1.
             init_rate: initial intensity of each type (the head's bias is its softplus inverse).
+            max_history: ``None`` (the paper's model: every past event is attended to) or ``W >= 1``:
+                events and query times attend to their last ``W`` past events only, so the state is
+                ``[3 + 2 N W d]`` instead of ``[3 + 2 N L d]`` (identical to ``None`` while no event
+                has more than ``W`` predecessors).
             dtype: float32 (default; float64 under x64) or float64.
 
         Raises:
             ValueError: ``num_marks < 1``, ``d_model < 2``, ``num_layers < 1``, ``num_heads`` not a
-                divisor of ``d_model``, non-positive ``init_rate``.
+                divisor of ``d_model``, non-positive ``init_rate``, ``max_history < 1``.
             TypeError: ``key`` not a PRNG key, non-int sizes, non-float ``dtype``.
         """
         K = check_int(num_marks, "num_marks", minimum=1)
@@ -127,6 +137,7 @@ class AttNHP(NeuralTPP):
         rate = float(init_rate)
         if not math.isfinite(rate) or rate <= 0:
             raise ValueError(expected("init_rate", "a finite number > 0", init_rate))
+        self.max_history = None if max_history is None else check_int(max_history, "max_history", minimum=1)
         dtype = float_dtype(default_float() if dtype is None else dtype)
         keys = jax.random.split(key, n + 3)
         self.embedding = jax.random.normal(keys[0], (K, d), dtype) * 0.1
@@ -142,33 +153,48 @@ class AttNHP(NeuralTPP):
         return self.embedding.shape[0]
 
     def states(self, times, marks, mask):
-        """``[L + 1, 2 + 2 N L d]``: row ``i`` is ``[t_{i-1}, i, keys and values of every layer]``."""
+        """``[L + 1, 3 + 2 N W d]``: row ``i`` is ``[t_{i-1}, lo_i, hi_i, keys and values of every layer]``, the
+        slots ``lo_i <= r < hi_i`` of the ``W`` key/value slots holding the events attended to
+        (``W = L``: slot ``r`` is event ``r``, ``lo = 0, hi = i``; a window ``W < L``: slot ``r`` is event
+        ``i - W + r``, ``lo = W - min(i, W), hi = W``)."""
         L = times.shape[0]
         d = self.query.shape[0]
+        W = L if self.max_history is None else min(self.max_history, L)
         t = jnp.where(mask, times, 0.0)
         tf = temporal_encoding(t, d)
         x = jnp.where(mask[:, None], self.embedding[marks], 0.0)
         idx = jnp.arange(L)
-        before = (idx[None, :] < idx[:, None]) & mask[None, :]  # event j attends to the events before it
+        # event j attends to the (last W) events before it
+        before = (idx[None, :] < idx[:, None]) & (idx[None, :] >= idx[:, None] - W) & mask[None, :]
         kv = []
         for layer in self.qkv:
             q, k, v = jnp.split(jax.vmap(layer)(jnp.concatenate([tf, x], -1)), 3, axis=-1)
             kv.append(jnp.stack([k, v]))
             x = x + jnp.tanh(jax.vmap(lambda qq, b: _attend(qq, k, v, b, self.num_heads))(q, before))
-        flat = jnp.concatenate([jnp.zeros((2,), t.dtype), jnp.stack(kv).reshape(-1)])  # [2 + N * 2 * L * d]
+        kv = jnp.stack(kv)  # [N, 2, L, d]
         prev = jnp.concatenate([jnp.zeros((1,), t.dtype), t])
-        count = jnp.arange(L + 1, dtype=t.dtype)
-        # the rows share the keys and values; a broadcast then two column writes (XLA:CPU copied a
-        # concatenation of the broadcast element by element, 2x slower)
-        return jnp.broadcast_to(flat[None], (L + 1, flat.shape[0])).at[:, 0].set(prev).at[:, 1].set(count)
+        rows = jnp.arange(L + 1)
+        if W == L:
+            # the rows share the keys and values; a broadcast then column writes (XLA:CPU copied a
+            # concatenation of the broadcast element by element, 2x slower)
+            flat = jnp.concatenate([jnp.zeros((3,), t.dtype), kv.reshape(-1)])
+            S = jnp.broadcast_to(flat[None], (L + 1, flat.shape[0]))
+            lo, hi = jnp.zeros((L + 1,), t.dtype), rows.astype(t.dtype)
+        else:
+            slot = rows[:, None] - W + jnp.arange(W)[None, :]  # [L + 1, W] event in each slot
+            win = jnp.moveaxis(kv[:, :, jnp.clip(slot, 0, L - 1)], 2, 0)  # [L + 1, N, 2, W, d]
+            S = jnp.concatenate([jnp.zeros((L + 1, 3), t.dtype), win.reshape(L + 1, -1)], 1)
+            lo, hi = (W - jnp.minimum(rows, W)).astype(t.dtype), jnp.full((L + 1,), W, t.dtype)
+        return S.at[:, 0].set(prev).at[:, 1].set(lo).at[:, 2].set(hi)
 
     def query_embedding(self, state: Float[Array, " D"], dt: Float[Array, ""]) -> Float[Array, " d"]:
         """``[[t]]^(N)`` at ``t = t_{i-1} + dt`` from the state of interval ``i``, ``[d]``."""
         d = self.query.shape[0]
         n = len(self.qkv)
-        L = (state.shape[0] - 2) // (2 * n * d)
-        kv = state[2:].reshape(n, 2, L, d)
-        valid = jnp.arange(L) < state[1]
+        W = (state.shape[0] - 3) // (2 * n * d)
+        kv = state[3:].reshape(n, 2, W, d)
+        r = jnp.arange(W)
+        valid = (r >= state[1]) & (r < state[2])
         tf = temporal_encoding((state[0] + dt)[None], d)[0]
         x = self.query
         for layer, (k, v) in zip(self.qkv, kv):

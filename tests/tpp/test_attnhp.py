@@ -36,8 +36,9 @@ def _features(t, d):
     return np.concatenate([np.sin(ang), np.cos(ang)])[:d]
 
 
-def _reference_intensity(model, times, marks, t):
-    """Yang, Mei & Eisner (2022) eqs. for one query time ``t``, event by event in NumPy (float64)."""
+def _reference_intensity(model, times, marks, t, window=None):
+    """Yang, Mei & Eisner (2022) eqs. for one query time ``t``, event by event in NumPy (float64); with a
+    ``window`` W every embedding attends to its last W past events only."""
     d, h = model.query.shape[0], model.num_heads
     dh = d // h
     past = [(tj, kj) for tj, kj in zip(times, marks) if tj < t]
@@ -52,12 +53,13 @@ def _reference_intensity(model, times, marks, t):
         keys = [proj(tj, x, 1) for (tj, _), x in zip(past, x_ev)]
         vals = [proj(tj, x, 2) for (tj, _), x in zip(past, x_ev)]
 
-        def attend(q, n):  # over the first n events, with the "1 +" null term
+        def attend(q, n):  # over the first n events (the last W of them), with the "1 +" null term
             out = np.zeros(d)
+            js = range(0 if window is None else max(0, n - window), n)
             for hh in range(h):
                 sl = slice(hh * dh, (hh + 1) * dh)
-                a = np.array([math.exp(q[sl] @ keys[j][sl] / math.sqrt(dh)) for j in range(n)])
-                v = np.array([vals[j][sl] for j in range(n)]).reshape(n, dh)
+                a = np.array([math.exp(q[sl] @ keys[j][sl] / math.sqrt(dh)) for j in js])
+                v = np.array([vals[j][sl] for j in js]).reshape(len(js), dh)
                 out[sl] = (a @ v) / (1.0 + a.sum())
             return out
 
@@ -81,6 +83,24 @@ def test_intensity_matches_the_layer_equations_event_by_event(x64):
     # with no past event the attention adds nothing (the "1 +" null term): lambda = softplus(W query + b)
     closed = np.logaddexp(0.0, np.asarray(m.head.weight) @ np.asarray(m.query) + np.asarray(m.head.bias))
     np.testing.assert_allclose(got[2, :3], np.broadcast_to(closed, (3, 2)), rtol=1e-13)
+
+
+def test_history_window_matches_the_windowed_equations(x64):
+    batch = _batch()
+    q = jnp.asarray([[0.1, 0.95, 1.0, 2.0, 3.9]] * 3)
+    w2 = _model(max_history=2)
+    got = np.asarray(w2.intensity(batch, q))
+    for b, (seq, marks) in enumerate(zip(*SEQS)):
+        for j, t in enumerate(np.asarray(q[b])):
+            np.testing.assert_allclose(got[b, j], _reference_intensity(w2, seq, marks, t, window=2), rtol=1e-11)
+    full = np.asarray(_model().intensity(batch, q))
+    assert not np.allclose(got[0, 3:], full[0, 3:])  # 3 or 4 past events: the window cuts
+    np.testing.assert_allclose(got[:, :2], full[:, :2], rtol=1e-13)  # at most 2 past events: the same model
+    # a window of 4 on sequences of at most 4 events: the full model through the windowed state
+    w4 = _model(max_history=4)
+    np.testing.assert_allclose(np.asarray(w4.intensity(batch, q)), full, rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(w4.log_likelihood(batch, num_quadrature=24)),
+                               np.asarray(_model().log_likelihood(batch, num_quadrature=24)), rtol=1e-13)
 
 
 def test_intensity_is_causal(x64):
@@ -190,6 +210,8 @@ def test_attnhp_refuses_bad_input():
         AttNHP(1, key=jax.random.key(0), d_model=1, num_heads=1)
     with pytest.raises(TypeError, match="d_model: expected an int"):
         AttNHP(1, key=jax.random.key(0), d_model=8.0)
+    with pytest.raises(ValueError, match="max_history: expected an int >= 1"):
+        AttNHP(1, key=jax.random.key(0), max_history=0)
     with pytest.raises(ValueError, match="init_rate: expected a finite number > 0"):
         AttNHP(1, key=jax.random.key(0), init_rate=0.0)
     with pytest.raises(TypeError, match="key: expected a jax.random.key"):
