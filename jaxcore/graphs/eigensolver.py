@@ -110,13 +110,18 @@ def _operator(graph: DynamicGraph, edge_weight: Array) -> _Operator:
 
 
 def _apply(op: _Operator, x: Array) -> Array:
-    """``M x`` for ``x`` ``[V, b]`` in the operator's sorted order: per block, ``sum_j w[:, j] * x[nbr[:, j]]``."""
-    r, w, vb = op.nbr.shape
-    out = []
-    for blk in range(r):
-        nbr, weight = op.nbr[blk], op.weight[blk]
+    """``M x`` for ``x`` ``[V, b]`` in the operator's sorted order: per block, ``sum_j w[:, j] * x[nbr[:, j]]``.
 
-        def body(j: Array, acc: Array, nbr: Array = nbr, weight: Array = weight) -> Array:
+    A loop over the row blocks around a loop over each block's slot columns (one copy of the gather
+    body in the program: compile time stays that of a single block).
+    """
+    r, w, vb = op.nbr.shape
+
+    def block(blk: Array, out: Array) -> Array:
+        nbr = jax.lax.dynamic_index_in_dim(op.nbr, blk, keepdims=False)
+        weight = jax.lax.dynamic_index_in_dim(op.weight, blk, keepdims=False)
+
+        def body(j: Array, acc: Array) -> Array:
             cols = jax.lax.dynamic_slice_in_dim(nbr, j * _UNROLL, _UNROLL, axis=0)
             ws = jax.lax.dynamic_slice_in_dim(weight, j * _UNROLL, _UNROLL, axis=0)
             for i in range(_UNROLL):
@@ -124,8 +129,10 @@ def _apply(op: _Operator, x: Array) -> Array:
             return acc
 
         trips = (op.top[blk] + _UNROLL - 1) // _UNROLL
-        out.append(jax.lax.fori_loop(0, trips, body, jnp.zeros((vb, x.shape[1]), x.dtype)))
-    return out[0] if r == 1 else jnp.concatenate(out, axis=0)
+        acc = jax.lax.fori_loop(0, trips, body, jnp.zeros((vb, x.shape[1]), x.dtype))
+        return jax.lax.dynamic_update_slice_in_dim(out, acc, blk * vb, axis=0)
+
+    return jax.lax.fori_loop(0, r, block, jnp.zeros_like(x))
 
 
 def _weights_or_graph(graph: DynamicGraph, edge_weight: Any) -> Array:
@@ -240,17 +247,18 @@ def _subspace_iteration(key: Array, mop: Any, active: Array, tol: Array, k: Arra
         return x, theta, jnp.where(jnp.linalg.norm(x, axis=0) > 0.5, res, jnp.inf)
 
     def chebyshev(x: Array, cut: Array, m: Array) -> Array:
+        # T_{j+1} = 2 t T_j - T_{j-1} with T_1 = t T_0 as its j = 0 case (factor 1, no T_{-1}): one mat-vec site
         c = 0.5 * (cut - 1.0)
         e = 0.5 * (cut + 1.0)
-        y1 = (mop(x) - c * x) / e
 
-        def body(_: Array, carry: tuple[Array, Array]) -> tuple[Array, Array]:
+        def body(j: Array, carry: tuple[Array, Array]) -> tuple[Array, Array]:
             y0, y1 = carry
-            y2 = 2.0 * (mop(y1) - c * y1) / e - y0
+            first = j == 0
+            y2 = jnp.where(first, 1.0, 2.0) * (mop(y1) - c * y1) / e - jnp.where(first, 0.0, 1.0) * y0
             s = jnp.maximum(jnp.max(jnp.abs(y2), axis=0), jnp.finfo(dtype).tiny)
             return y1 / s, y2 / s
 
-        return jax.lax.fori_loop(1, m, body, (x, y1))[1]
+        return jax.lax.fori_loop(0, m, body, (jnp.zeros_like(x), x))[1]
 
     wanted = jnp.arange(block_size) < k
 
