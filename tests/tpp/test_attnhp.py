@@ -142,12 +142,16 @@ def test_compensator_matches_a_dense_integral_of_the_intensity(x64):
     np.testing.assert_allclose(np.asarray(parts.log_intensity), want, rtol=1e-12)
 
 
-def test_log_likelihood_is_padding_invariant(x64):
+def test_log_likelihood_is_padding_invariant_and_compiled_once(x64, compiles):
     m = _model()
     short, long = _batch(), _batch(max_events=9)
     a = np.asarray(m.log_likelihood(short, num_quadrature=24))
     assert np.all(np.isfinite(a))
     np.testing.assert_allclose(np.asarray(m.log_likelihood(long, num_quadrature=24)), a, rtol=1e-12)
+    other = eqx.tree_at(lambda m: m.query, m, -m.query)  # new weights, same structure and shapes
+    with compiles() as c:
+        b = other.log_likelihood(short, num_quadrature=24)
+    assert len(c) == 0 and not np.allclose(np.asarray(b), a)
 
 
 def test_gradient_matches_finite_differences_in_float64(x64):
