@@ -110,20 +110,22 @@ def _kmeanspp(key: Array, x: Array, xx: Array, w: Array, kmax: int, k: Array) ->
 
 
 def _lloyd(x: Array, xx: Array, w: Array, centers: Array, k_on: Array, tol_abs: Array, max_iterations: int) -> tuple:
+    """Lloyd steps from ``centers``; distances laid out ``[kmax, N]`` (the points on the minor axis, so the
+    argmin over the few centres and the one-hot update vectorise over points)."""
     kmax = centers.shape[0]
     off = jnp.where(jnp.arange(kmax) < k_on, 0.0, jnp.inf)   # centres past k take no points
 
     def dist(c: Array) -> Array:
-        return _sqdist(x, xx, c) + off[None, :]
+        return jnp.maximum(jnp.sum(c * c, axis=1)[:, None] - 2.0 * c @ x.T + xx[None, :], 0.0) + off[:, None]
 
     def assign(c: Array) -> Array:
-        return jnp.argmin(dist(c), axis=1).astype(jnp.int32)
+        return jnp.argmin(dist(c), axis=0).astype(jnp.int32)
 
     def update(labels: Array, c: Array) -> Array:
-        # weighted one-hot [N, kmax]: the cluster sums and masses as one thin matmul (no scatter)
-        onehot = jnp.where(labels[:, None] == jnp.arange(kmax)[None, :], w[:, None], 0.0).astype(x.dtype)
-        s = onehot.T @ x
-        m = jnp.sum(onehot, axis=0)
+        # weighted one-hot [kmax, N]: the cluster sums and masses as one thin matmul (no scatter)
+        onehot = jnp.where(jnp.arange(kmax)[:, None] == labels[None, :], w[None, :], 0.0).astype(x.dtype)
+        s = onehot @ x
+        m = jnp.sum(onehot, axis=1)
         return jnp.where(m[:, None] > 0, s / jnp.where(m > 0, m, 1.0)[:, None], c)
 
     def cond(state: tuple) -> Array:
@@ -141,8 +143,8 @@ def _lloyd(x: Array, xx: Array, w: Array, centers: Array, k_on: Array, tol_abs: 
     labels0 = jnp.full(x.shape[0], -1, jnp.int32)
     c, _, it, _ = jax.lax.while_loop(cond, body, (centers, labels0, jnp.zeros((), jnp.int32), jnp.zeros((), bool)))
     d = dist(c)
-    labels = jnp.argmin(d, axis=1).astype(jnp.int32)
-    inertia = jnp.sum(w * jnp.min(d, axis=1))
+    labels = jnp.argmin(d, axis=0).astype(jnp.int32)
+    inertia = jnp.sum(w * jnp.min(d, axis=0))
     return labels, c, inertia, it
 
 
