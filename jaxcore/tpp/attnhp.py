@@ -134,7 +134,10 @@ class AttNHP(NeuralTPP):
         check_int(num_layers, "num_layers", minimum=1)
         d, h, n = _check_model_sizes(d_model, num_heads, num_layers)
         check_key(key)
-        rate = float(init_rate)
+        try:
+            rate = float(init_rate)
+        except (TypeError, ValueError):
+            raise TypeError(expected("init_rate", "a real number", init_rate)) from None
         if not math.isfinite(rate) or rate <= 0:
             raise ValueError(expected("init_rate", "a finite number > 0", init_rate))
         self.max_history = None if max_history is None else check_int(max_history, "max_history", minimum=1)

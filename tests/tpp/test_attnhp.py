@@ -216,6 +216,8 @@ def test_attnhp_refuses_bad_input():
         AttNHP(1, key=jax.random.key(0), max_history=0)
     with pytest.raises(ValueError, match="init_rate: expected a finite number > 0"):
         AttNHP(1, key=jax.random.key(0), init_rate=0.0)
+    with pytest.raises(TypeError, match="init_rate: expected a real number"):
+        AttNHP(1, key=jax.random.key(0), init_rate="fast")
     with pytest.raises(TypeError, match="key: expected a jax.random.key"):
         AttNHP(1, key=0)
     with pytest.raises(TypeError, match="dtype: expected"):
