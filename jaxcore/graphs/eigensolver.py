@@ -196,22 +196,29 @@ def laplacian_matvec(graph: DynamicGraph, x: Float[Array, "V b"], edge_weight: A
     return out[:, 0] if vec else out
 
 
-def _orthonormalise(y: Array) -> Array:
+def _orthonormalise(y: Array, fill: Array) -> Array:
     """Orthonormal columns spanning ``y`` ``[V, b]``: classical Gram-Schmidt, each column projected twice (CGS2).
 
     Matmuls only (``O(V b^2)``), where a LAPACK Householder QR on CPU ran 0.3 ms to over 100 ms on a busy
-    machine; a column dependent on the earlier ones comes out 0 (and its Ritz pair is never accepted).
+    machine. A column that is (numerically) in the span of the earlier ones, as a strong filter makes
+    the block's columns, is replaced by the same column of ``fill`` (the random start block), so the
+    block keeps its dimension; one left without a direction comes out 0 (its Ritz pair is never accepted).
     """
-    scale = jnp.maximum(jnp.max(jnp.abs(y), axis=0), jnp.finfo(y.dtype).tiny)
-    y = y / scale
+
+    def project(q: Array, v: Array) -> tuple[Array, Array]:
+        u = v - q @ (q.T @ v)
+        u = u - q @ (q.T @ u)
+        n = jnp.linalg.norm(u)
+        return u, n > 100 * jnp.finfo(y.dtype).eps * jnp.linalg.norm(v)
+
+    y = y / jnp.maximum(jnp.max(jnp.abs(y), axis=0), jnp.finfo(y.dtype).tiny)
 
     def body(j: Array, q: Array) -> Array:
-        y_j = jax.lax.dynamic_index_in_dim(y, j, axis=1, keepdims=False)
-        v = y_j - q @ (q.T @ y_j)
-        v = v - q @ (q.T @ v)
-        n = jnp.linalg.norm(v)
-        ok = n > 100 * jnp.finfo(y.dtype).eps * jnp.linalg.norm(y_j)
-        return jax.lax.dynamic_update_index_in_dim(q, jnp.where(ok, v / jnp.where(ok, n, 1.0), 0.0), j, axis=1)
+        u, ok = project(q, jax.lax.dynamic_index_in_dim(y, j, axis=1, keepdims=False))
+        u2, ok2 = project(q, jax.lax.dynamic_index_in_dim(fill, j, axis=1, keepdims=False))
+        u, ok = jnp.where(ok, u, u2), ok | ok2
+        n = jnp.linalg.norm(u)
+        return jax.lax.dynamic_update_index_in_dim(q, jnp.where(ok, u / jnp.where(ok, n, 1.0), 0.0), j, axis=1)
 
     return jax.lax.fori_loop(0, y.shape[1], body, jnp.zeros_like(y))
 
@@ -234,9 +241,10 @@ def _subspace_iteration(key: Array, mop: Any, active: Array, tol: Array, k: Arra
     clipped to ``[2, max_degree]``.
     """
     dtype, v = tol.dtype, active.shape[0]
+    x0 = jnp.where(active[:, None], jax.random.normal(key, (v, block_size), dtype), 0)
 
     def rayleigh_ritz(y: Array) -> tuple[Array, Array, Array]:
-        q = _orthonormalise(y)
+        q = _orthonormalise(y, x0)
         mq = mop(q)
         h = q.T @ mq
         theta, vecs = jnp.linalg.eigh(0.5 * (h + h.T))
@@ -268,9 +276,14 @@ def _subspace_iteration(key: Array, mop: Any, active: Array, tol: Array, k: Arra
     def next_degree(theta: Array, res: Array, cut: Array) -> Array:
         if not adaptive:
             return jnp.asarray(degree, jnp.int32)
-        t = (theta[jnp.maximum(k - 1, 0)] - 0.5 * (cut - 1.0)) / (0.5 * (cut + 1.0))
+        c, e = 0.5 * (cut - 1.0), 0.5 * (cut + 1.0)
+        g_k = jnp.arccosh(jnp.maximum((theta[jnp.maximum(k - 1, 0)] - c) / e, 1.0 + 1e-6))
+        g_1 = jnp.arccosh(jnp.maximum((theta[0] - c) / e, 1.0 + 1e-6))
         need = jnp.maximum(_DEGREE_MARGIN * worst(res) / tol, 1.0)
-        m = jnp.ceil(jnp.arccosh(need) / jnp.arccosh(jnp.maximum(t, 1.0 + 1e-6)))
+        m = jnp.ceil(jnp.arccosh(need) / g_k)
+        # T_m(t_1) / T_m(t_k) ~ exp(m (g_1 - g_k)) at most eps^(-1/3): a stronger filter would leave the k-th
+        # direction below the columns' rounding (the block loses it: the classic over-filtering failure)
+        m = jnp.minimum(m, jnp.floor(-jnp.log(jnp.finfo(dtype).eps) / 3.0 / jnp.maximum(g_1 - g_k, 1e-6)))
         return jnp.clip(jnp.nan_to_num(m, nan=max_degree), 2, max_degree).astype(jnp.int32)
 
     def cond(state: tuple) -> Array:
@@ -285,7 +298,6 @@ def _subspace_iteration(key: Array, mop: Any, active: Array, tol: Array, k: Arra
         x, theta, res = rayleigh_ritz(chebyshev(x, cut, m))
         return x, theta, res, it + 1, nmv + m + 1
 
-    x0 = jnp.where(active[:, None], jax.random.normal(key, (v, block_size), dtype), 0)
     init = (x0, jnp.zeros(block_size, dtype), jnp.full(block_size, jnp.inf, dtype), jnp.zeros((), jnp.int32),
             jnp.zeros((), jnp.int32))
     x, theta, res, it, nmv = jax.lax.while_loop(cond, body, init)
