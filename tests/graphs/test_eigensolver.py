@@ -86,6 +86,7 @@ def test_refusals():
         laplacian_matvec(G, np.ones((3, 1)))
 
 
+@pytest.mark.slow
 def test_eigenpair_inside_the_bulk():
     # k = clusters + 1: the k-th eigenvalue sits in the bulk, far below the cluster ones in M = I - L; a
     # filter strong enough for the bulk's small gaps must not wash the k-th direction out of the block
