@@ -547,7 +547,9 @@ def _neural_model(name, K, key, width, rate, train):
     if name == "AttNHP":
         from jaxcore.tpp import AttNHP
 
-        return AttNHP(K, key=key, d_model=width, num_layers=1, init_rate=rate)
+        # attention to the last 32 events: the full history's thinning (B L samples proposals intensity
+        # evaluations at once, each O(L)) took > 50 GB on the tweets test set and was killed on tpp.synthetic
+        return AttNHP(K, key=key, d_model=width, num_layers=1, init_rate=rate, max_history=32)
     raise ValueError(f"neural: unknown model {name!r} (RMTPP, NHP, THP, SAHP, IFTPP, AttNHP)")
 
 
