@@ -118,12 +118,10 @@ def _apply(op: _Operator, x: Array) -> Array:
     r, w, vb = op.nbr.shape
 
     def block(blk: Array, out: Array) -> Array:
-        nbr = jax.lax.dynamic_index_in_dim(op.nbr, blk, keepdims=False)
-        weight = jax.lax.dynamic_index_in_dim(op.weight, blk, keepdims=False)
-
         def body(j: Array, acc: Array) -> Array:
-            cols = jax.lax.dynamic_slice_in_dim(nbr, j * _UNROLL, _UNROLL, axis=0)
-            ws = jax.lax.dynamic_slice_in_dim(weight, j * _UNROLL, _UNROLL, axis=0)
+            # only the step's slot rows of the block are sliced (slicing the whole block copied it per mat-vec)
+            cols = jax.lax.dynamic_slice(op.nbr, (blk, j * _UNROLL, 0), (1, _UNROLL, vb))[0]
+            ws = jax.lax.dynamic_slice(op.weight, (blk, j * _UNROLL, 0), (1, _UNROLL, vb))[0]
             for i in range(_UNROLL):
                 acc = acc + ws[i][:, None] * x[cols[i]]
             return acc
