@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 import pathlib
 import tempfile
 import zipfile
@@ -173,6 +174,12 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *,
     folder shared by different machines (a cluster, a CI pool) would otherwise hand a program built with,
     say, AVX-512 to a CPU without it, which dies of an illegal instruction instead of recompiling.
 
+    Several processes may share the folder (pytest-xdist workers, two scripts at once): JAX writes a cache
+    entry in place (its file lock is used only with a size limit, whose eviction scans the whole folder on
+    every write), so a process could read a program another was still writing and XLA then aborts the
+    process (a half-written executable). jaxcore makes every write go to a temporary file in the folder that
+    is renamed into place (``os.replace``, atomic on one file system): a reader sees a complete entry or none.
+
     JAX does not write programs that contain host callbacks to the cache; jaxcore's run-time argument checks
     under ``jit`` (``equinox.error_if``) are such callbacks, so the main programs of several routines
     (``tpp.fit_mle``, the ``inverse`` methods, ``sam.train``, ``bnp`` training, ``ipm.permutation_test``)
@@ -216,7 +223,54 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *,
     except OSError as exc:
         raise DataUnavailableError(f"cannot create the compilation cache folder {str(folder)!r} "
                                    f"({exc.strerror or exc})") from exc
+    _atomic_cache_writes()
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", t)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return folder
+
+
+def _atomic_cache_writes() -> bool:
+    """Make JAX's persistent-cache writes atomic: each entry written to a temporary sibling, then renamed.
+
+    JAX's file cache (``jax._src.lru_cache.LRUCache``) writes ``<key>-cache`` in place and takes a
+    lock only when a size limit is set; a concurrent reader can then deserialize a truncated
+    executable, which aborts the process (seen as a lost pytest-xdist worker). The wrapped ``put``
+    keeps JAX's behaviour (an existing entry is kept; with a size limit JAX's own locked path runs) and
+    changes only how the bytes reach the file. Returns whether the wrapper is installed (False when
+    this JAX's cache class does not look as expected; the cache then works as JAX ships it).
+    """
+    try:
+        from jax._src import lru_cache
+    except ImportError:  # pragma: no cover - a JAX without the file cache module
+        return False
+    cls = getattr(lru_cache, "LRUCache", None)
+    suffix = getattr(lru_cache, "_CACHE_SUFFIX", None)
+    if cls is None or not isinstance(suffix, str) or not callable(getattr(cls, "put", None)):
+        return False
+    if getattr(cls.put, "_jaxcore_atomic", False):
+        return True
+    jax_put = cls.put
+
+    def put(self, key: str, value: bytes) -> None:
+        folder = str(getattr(self, "path", ""))
+        if getattr(self, "eviction_enabled", True) or not folder or "://" in folder:
+            return jax_put(self, key, value)  # JAX's locked path, or a remote (gs://...) folder
+        if not key:
+            raise ValueError("key cannot be empty")
+        folder = pathlib.Path(folder)
+        final = folder / f"{key}{suffix}"
+        if final.exists():
+            return
+        tmp = folder / f".{key}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+        try:
+            tmp.write_bytes(value)
+            os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+
+    put._jaxcore_atomic = True
+    put.__doc__ = jax_put.__doc__
+    cls.put = put
+    return True
