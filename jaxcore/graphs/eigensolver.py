@@ -120,8 +120,9 @@ def _apply(op: _Operator, x: Array) -> Array:
     def block(blk: Array, out: Array) -> Array:
         def body(j: Array, acc: Array) -> Array:
             # only the step's slot rows of the block are sliced (slicing the whole block copied it per mat-vec)
-            cols = jax.lax.dynamic_slice(op.nbr, (blk, j * _UNROLL, 0), (1, _UNROLL, vb))[0]
-            ws = jax.lax.dynamic_slice(op.weight, (blk, j * _UNROLL, 0), (1, _UNROLL, vb))[0]
+            start = (jnp.asarray(blk, jnp.int32), jnp.asarray(j * _UNROLL, jnp.int32), jnp.zeros((), jnp.int32))
+            cols = jax.lax.dynamic_slice(op.nbr, start, (1, _UNROLL, vb))[0]
+            ws = jax.lax.dynamic_slice(op.weight, start, (1, _UNROLL, vb))[0]
             for i in range(_UNROLL):
                 acc = acc + ws[i][:, None] * x[cols[i]]
             return acc
