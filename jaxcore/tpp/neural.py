@@ -1,4 +1,4 @@
-"""The interface of the neural temporal point processes (RMTPP, NHP, THP, SAHP, IFTPP).
+"""The interface of the neural temporal point processes (RMTPP, NHP, THP, SAHP, IFTPP, AttNHP).
 
 A neural TPP summarises the history before event ``i`` in a state ``s_i`` (``s_0``: no event
 yet) and gives, on the interval ``(t_{i-1}, t_i]`` (``t_{-1} = 0``), the log-intensity

@@ -45,6 +45,7 @@ FUZZ_TABLE = {
     "RMTPP": "not fuzzed (test_neural: refusals)", "NHP": "not fuzzed (test_neural: refusals)",
     "THP": "not fuzzed (test_neural: refusals)", "SAHP": "not fuzzed (test_neural: refusals)",
     "IFTPP": "not fuzzed (test_neural: refusals)",
+    "AttNHP": "not fuzzed (test_attnhp: refusals)",
     "NeuralLikelihood": "container", "NextEventSamples": "container", "GeneratedEvents": "container",
 }
 
