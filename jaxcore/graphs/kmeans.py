@@ -81,8 +81,10 @@ def _draw(key: Array, weights: Array, num: int) -> Array:
     Inverse-CDF sampling as scikit-learn's k-means++: ``num`` uniforms against the cumulative weights
     (one pass over the points, ``num`` random numbers, where Gumbel-max needed ``num * N``). A uniform
     that rounding puts past the last cumulative weight falls back to the last point of positive weight.
+    The prefix sum is an ``associative_scan``: with the points sharded, XLA's partitioner gathers all of
+    them around ``cumsum``'s reduce-window, not around the scan (tests/distributed/test_sharded_graphs.py).
     """
-    cdf = jnp.cumsum(weights)
+    cdf = jax.lax.associative_scan(jnp.add, weights)
     u = jax.random.uniform(key, (num,), weights.dtype) * cdf[-1]
     idx = jnp.searchsorted(cdf, u, side="right")
     last = weights.shape[0] - 1 - jnp.argmax((weights > 0)[::-1])
