@@ -464,7 +464,9 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
             progress.advance(ceil_task)
             run.save()
             bar = progress.add_task("benchmarks", total=len(tasks))
-            for b, what, arg in tasks:
+            for i, (b, what, arg) in enumerate(tasks):
+                if i and tasks[i - 1][0].family != b.family:
+                    runner.release_compiled()  # a family's programs, unmapped before the next family's
                 sub = task_key(key, b.name, what, arg)
                 label = f"{b.name} {'' if what != 'size' else ', '.join(f'{k}={v}' for k, v in arg.items())}"
                 progress.update(bar, description=label[:60])
@@ -508,6 +510,7 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
                                   f"{escape(first[0][:300] if first else '')}")
                 rec["wall_s"] = time.perf_counter() - t0
                 rec["peak_rss_mib"] = runner.peak_rss_mib()
+                rec["memory_maps"] = runner.memory_maps()
                 run.add(rec, "scaling" if what in ("scaling", "devices") else "results")
                 progress.advance(bar)
     except KeyboardInterrupt:

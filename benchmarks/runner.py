@@ -81,6 +81,32 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def memory_maps() -> int | None:
+    """Memory mappings of this process (Linux ``/proc/self/maps``; None elsewhere).
+
+    Every compiled XLA:CPU program maps its code; the kernel refuses new mappings past
+    ``vm.max_map_count`` (65,530 by default), and LLVM then aborts the process ("Unable to allocate
+    section memory"). A bare run that kept every family's programs reached it in its last family.
+    """
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return None
+
+
+def release_compiled() -> None:
+    """Drop JAX's compiled programs (``jax.clear_caches``) and collect them, unmapping their code.
+
+    Called between families: programs are rarely shared across families, and with the persistent
+    compilation cache a later need reloads one in a fraction of its compile time.
+    """
+    import gc
+
+    jax.clear_caches()
+    gc.collect()
+
+
 def block(tree: Any) -> Any:
     """Wait for every JAX array in a pytree, and for PyTorch's CUDA work where PyTorch has used CUDA."""
     out = jax.block_until_ready(tree)
