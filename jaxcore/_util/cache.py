@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import uuid
 import pathlib
 import tempfile
+import uuid
 import zipfile
 from collections.abc import Callable
 
