@@ -30,6 +30,7 @@ from jaxtyping import Array, Float, Int
 
 from jaxcore import lm
 from jaxcore._util import Progress, check_int, check_key, check_progress, check_scalar, expected
+from jaxcore._util.minibatch import batch_mesh, minibatch_schedule, take_local
 
 from ._chunks import interleaved_map
 from .logprobs import _sequence_log_probs, check_sequences
@@ -271,20 +272,10 @@ def dpo_step(state: DPOState, reference: lm.Llama, pairs: PreferencePairs, *,
 
 
 def _minibatch_schedule(key, num_pairs: int, batch_size: int, num_steps: int, num_shards: int = 1):
-    """``[num_steps, batch_size]`` int32 pair indices of every step's minibatch (traceable).
-
-    The pairs are ``num_shards`` equal blocks of consecutive rows (a batch split over that many
-    devices); each step takes ``batch_size / num_shards`` rows from every block, block ``s``'s in
-    columns ``s b .. (s + 1) b - 1``, drawing them from a fresh permutation of the block every block
-    epoch. ``num_shards = 1``: one permutation of all pairs per epoch.
-    """
-    m, b = num_pairs // num_shards, batch_size // num_shards
-    num_epochs = -(-(num_steps * b) // m)
-    keys = jax.random.split(key, num_epochs * num_shards).reshape(num_epochs, num_shards)
-    perms = jax.vmap(jax.vmap(lambda k: jax.random.permutation(k, m)))(keys)  # [epochs, shards, m]
-    local = jnp.swapaxes(perms, 0, 1).reshape(num_shards, -1)[:, : num_steps * b].reshape(num_shards, num_steps, b)
-    rows = local + (m * jnp.arange(num_shards))[:, None, None]
-    return jnp.swapaxes(rows, 0, 1).reshape(num_steps, batch_size).astype(jnp.int32)
+    """``[num_steps, batch_size]`` int32 pair indices of every step's minibatch (traceable): the
+    stratified schedule of :func:`jaxcore._util.minibatch.minibatch_schedule` (``num_shards = 1``: one
+    permutation of all pairs per epoch)."""
+    return minibatch_schedule(key, num_pairs, batch_size, num_steps, num_shards)
 
 
 def _reference_log_probs(reference, pairs, chunk_size):
@@ -293,26 +284,23 @@ def _reference_log_probs(reference, pairs, chunk_size):
 
 
 @eqx.filter_jit
-def _fit_jit(key, state, reference, pairs, optimizer, beta, num_steps, batch_size, progress, mesh):
+def _fit_jit(key, state, reference, pairs, optimizer, beta, num_steps, batch_size, progress, where):
     n = pairs.tokens.shape[0]
-    shards = 1 if mesh is None else mesh.shape[mesh.axis_names[0]]
+    shards = 1 if where is None else where.num_shards
     batches = _minibatch_schedule(key, n, batch_size, num_steps, shards)
-    if mesh is None:
+    if where is None:
         # the frozen reference's log-probabilities, once, batch_size pairs per forward
         ref_lp = _reference_log_probs(reference, pairs, batch_size)
         take = lambda b: (pairs.take(b), ref_lp[b])  # noqa: E731
     else:  # every device on its own block of pairs: its reference forwards and its minibatch rows
         from jax.sharding import PartitionSpec as P
 
-        rows = P(mesh.axis_names[0])
+        rows = P(where.axis)
         ref_arrays, ref_static = eqx.partition(reference, eqx.is_array)
         ref_lp = jax.shard_map(
-            lambda r, q: _reference_log_probs(eqx.combine(r, ref_static), q, batch_size // shards), mesh=mesh,
+            lambda r, q: _reference_log_probs(eqx.combine(r, ref_static), q, batch_size // shards), mesh=where.mesh,
             in_specs=(P(), rows), out_specs=rows, check_vma=False)(ref_arrays, pairs)  # lm's loops: unannotated
-        batches = batches - (n // shards) * (jnp.arange(batch_size) // (batch_size // shards))  # block-local rows
-        gather = jax.shard_map(lambda q, r, i: (q.take(i), r[i]), mesh=mesh, in_specs=(rows, rows, rows),
-                               out_specs=rows)
-        take = lambda i: gather(pairs, ref_lp, i)  # noqa: E731
+        take = lambda i: take_local(where, (pairs, ref_lp), i, n)  # noqa: E731
     bar = Progress(progress, num_steps, "DPO")
 
     def body(st, xs):
@@ -326,20 +314,6 @@ def _fit_jit(key, state, reference, pairs, optimizer, beta, num_steps, batch_siz
     return state, history, ref_lp
 
 
-def _check_mesh(mesh, num_pairs: int, batch_size: int):
-    """None, or a ``jax.sharding.Mesh`` whose first axis divides the pairs and the minibatch."""
-    if mesh is None:
-        return None
-    if not isinstance(mesh, jax.sharding.Mesh):
-        raise TypeError(expected("mesh", "a jax.sharding.Mesh or None", type(mesh).__name__, raw=True))
-    d = mesh.shape[mesh.axis_names[0]]
-    for name, count in (("pairs", num_pairs), ("batch_size", batch_size)):
-        if count % d:
-            raise ValueError(expected("mesh", f"a first axis ({mesh.axis_names[0]!r}) whose size divides {name} "
-                                      f"({count})", f"size {d}", raw=True))
-    return mesh
-
-
 def fit_dpo(key, policy: lm.Llama, pairs: PreferencePairs, *, num_steps: int, batch_size: int,
             reference: lm.Llama | None = None, optimizer: optax.GradientTransformation | None = None,
             learning_rate: float = 1e-5, beta: float = 0.1, progress=False,
@@ -349,20 +323,21 @@ def fit_dpo(key, policy: lm.Llama, pairs: PreferencePairs, *, num_steps: int, ba
     The reference log-probabilities are computed once (the reference is frozen); each step draws
     ``batch_size`` pairs (a fresh permutation per epoch) and applies :func:`dpo_step`'s update.
 
-    Pairs split over devices (a ``NamedSharding`` of their leading axis): without ``mesh`` a step's
-    minibatch is a random index set over all pairs, so XLA assembles it on every device (an
-    all-reduce of the zero-padded parts: ``batch_size x 2 x L`` tokens, masks and loss masks and the
-    ``[batch_size, 2]`` reference log-probabilities, every step) and every device then runs the whole
-    minibatch's forward and backward: no data parallelism, per-device memory does not shrink. With
-    ``mesh`` each of its first axis's ``D`` devices draws its ``batch_size / D`` rows from its own
-    ``N / D`` pairs (``jax.shard_map``) and computes their reference log-probabilities itself:
-    nothing of the pairs moves, each device runs ``1 / D`` of every step and the weight gradients are
-    all-reduced (tiny Llama, 40 pairs, 4 faked CPU devices: 1.0 MB instead of 3.7 MB per device and
-    a quarter of the flops). The minibatch is then a stratified sample (the same count from every
-    block of ``N / D`` consecutive pairs, each pair once per epoch): its mean gradient is still
-    unbiased for the all-pairs mean, its variance the stratified one (no larger than a simple random
-    sample's, up to finite-population terms); the same key gives another minibatch order than the
-    one-device fit.
+    Pairs split over devices: each of ``D`` devices draws its ``batch_size / D`` rows of every step
+    from its own ``N / D`` pairs (``jax.shard_map``) and computes their reference log-probabilities
+    itself: nothing of the pairs moves, each device runs ``1 / D`` of every step and the weight
+    gradients are all-reduced (tiny Llama, 40 pairs, 4 faked CPU devices: 1.0 MB instead of 3.7 MB
+    per device and a quarter of the flops). The split is ``mesh``'s first axis, or, without ``mesh``,
+    the ``NamedSharding`` of ``pairs.tokens``'s leading axis when ``D > 1`` divides ``N`` and
+    ``batch_size`` (concrete pairs only: under an outer ``jit`` the placement is unknown, pass ``mesh``).
+    The minibatch is then a stratified sample (the same count from every block of ``N / D``
+    consecutive pairs, each pair once per epoch): its mean gradient is still unbiased for the
+    all-pairs mean, its variance the stratified one (no larger than a simple random sample's, up to
+    finite-population terms); the same key gives another minibatch order than on one device. Pairs
+    split in a way that does not divide ``N`` and ``batch_size`` (or traced, without ``mesh``) are
+    sampled as on one device: a step's minibatch is then a random index set over all pairs, which XLA
+    assembles on every device (every device runs the whole minibatch; memory per device does not
+    shrink).
 
     Args:
         key: a ``jax.random.key`` (minibatch order).
@@ -377,7 +352,8 @@ def fit_dpo(key, policy: lm.Llama, pairs: PreferencePairs, *, num_steps: int, ba
         beta: > 0, the KL strength.
         progress: ``False``, ``True`` (a bar) or ``fn(step, metrics)``.
         mesh: optional ``jax.sharding.Mesh`` whose first axis splits the pairs (its size must divide
-            ``N`` and ``batch_size``): device-local minibatches, see above. ``None``: one-device sampling.
+            ``N`` and ``batch_size``): device-local minibatches, see above. ``None``: the pairs' own
+            ``NamedSharding`` if it splits them that way, else one-device sampling.
 
     Returns:
         A :class:`DPOResult` (the trained policy, final state, per-step :class:`DPOMetrics`,
@@ -412,10 +388,10 @@ def fit_dpo(key, policy: lm.Llama, pairs: PreferencePairs, *, num_steps: int, ba
     optimizer = _default_optimizer(lr) if optimizer is None else _check_optimizer(optimizer)
     b = check_scalar(beta, "beta", positive=True)
     progress = check_progress(progress)
-    mesh = _check_mesh(mesh, pairs.num_pairs, batch_size)
+    where = batch_mesh(mesh, pairs.tokens, pairs.num_pairs, batch_size, data_name="pairs")
     state = dpo_init(policy, optimizer)
     state, history, ref_lp = _fit_jit(key, state, reference, pairs, optimizer, b, num_steps, batch_size, progress,
-                                      mesh)
+                                      where)
     return DPOResult(state.policy, state, history, ref_lp)
 
 

@@ -73,6 +73,11 @@ def test_training_refuses_bad_input():
     _raises(TypeError, "progress", lambda: fit_fudge(k, ValueHead(TOY.num_nodes), DATA, num_steps=2, progress=3))
     _raises(TypeError, "optimizer", lambda: fit_fudge(k, ValueHead(TOY.num_nodes), DATA, num_steps=2,
                                                       optimizer="adam"))
+    _raises(TypeError, "mesh", lambda: fit_fudge(k, ValueHead(TOY.num_nodes), DATA, num_steps=2, mesh="batch"))
+    if len(jax.devices()) >= 2:  # tests/conftest.py fakes 4 CPU devices; 81 samples: 2 does not divide them
+        on = jax.sharding.Mesh(np.asarray(jax.devices()[:2]), ("batch",))
+        with pytest.raises(ValueError, match=r"^mesh: expected a first axis \('batch'\) whose size divides data"):
+            fit_cdq(k, QHead(TOY.num_nodes, 3), DATA, num_steps=2, batch_size=10, mesh=on)
 
 
 def test_toy_functions_refuse_bad_input():

@@ -152,3 +152,21 @@ def test_fit_dpo_mesh_draws_device_local_minibatches():
     # the minibatch is assembled on every device and the ratio is 1.0)
     compiled_one, _ = S.compile_on(functools.partial(fit, S.mesh(1)), (pairs,), S.mesh(1), FIT_PAIRS, (True,))
     S.assert_memory_shrinks(compiled_one, compiled, max_ratio=0.5)
+
+
+@pytest.mark.slow
+def test_fit_dpo_reads_the_split_from_the_pairs():
+    # without mesh=, pairs placed on a NamedSharding of their leading axis are fitted as with mesh= that
+    # mesh (the same program: bit-for-bit the same history and policy; its HLO and memory are checked in
+    # the test above); pairs on one device draw the one-device minibatches
+    model, pairs, opt = _model(), _pairs(FIT_PAIRS), optax.sgd(0.5)
+    reference = eqx.tree_at(lambda m: m.embed, model, model.embed * 0.9)
+    placed = S.place(pairs, S.mesh(), FIT_PAIRS)
+    fit = lambda p, **kw: alignment.fit_dpo(jax.random.key(7), model, p, reference=reference,  # noqa: E731
+                                            num_steps=2, batch_size=FIT_BATCH, optimizer=opt, beta=0.5, **kw)
+    inferred, explicit, single = fit(placed), fit(placed, mesh=S.mesh()), fit(pairs)
+    for a, b in zip(jax.tree.leaves((inferred.history, inferred.policy)),
+                    jax.tree.leaves((explicit.history, explicit.policy)), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    S.assert_batch_sharded(inferred.reference_log_probs, FIT_PAIRS, S.NUM_DEVICES)
+    assert not np.allclose(np.asarray(single.history.loss), np.asarray(inferred.history.loss))

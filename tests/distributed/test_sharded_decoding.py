@@ -10,9 +10,13 @@ scorers' training data) runs its chunks of rows interleaved, so each chunk spans
 4 devices.
 """
 
+import functools
+
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from jaxcore import decoding, lm
@@ -107,3 +111,72 @@ def test_fit_cdq_full_batch_is_data_parallel():
     assert np.asarray(many.losses)[-1] < np.asarray(many.losses)[0]  # it trained
     S.assert_no_batch_gather(compiled_many.as_text(), n)
     S.assert_memory_shrinks(compiled_one, compiled_many, max_ratio=0.9)
+
+
+MB_N, MB_BATCH, MB_STEPS = 40, 20, 6  # 10 samples per device, 5 of them in each step's minibatch
+
+
+def _random_rollouts(n=MB_N, length=12, dim=32, vocab=64, k=16):
+    """Rollouts of random hidden states and a random top-k law (the losses need nothing else)."""
+    keys = jax.random.split(jax.random.key(11), 5)
+    ids = jnp.argsort(jax.random.uniform(keys[2], (n, length + 1, vocab)), axis=-1)[..., :k].astype(jnp.int32)
+    probs = jax.nn.softmax(jax.random.normal(keys[3], (n, length + 1, k)), axis=-1)
+    live = jnp.arange(length)[None, :] < (length - jnp.arange(n) % 4)[:, None]  # 9-12 live tokens
+    return decoding.Rollouts(jax.random.normal(keys[0], (n, length + 1, dim)),
+                             jax.random.randint(keys[1], (n, length), 0, vocab), live,
+                             jax.random.uniform(keys[4], (n,)), ids, probs, jnp.ones((n,)))
+
+
+_FITS = {"fudge": (decoding.fit_fudge, decoding.fudge_loss, lambda: decoding.ValueHead(32, key=jax.random.key(5))),
+         "cdq": (decoding.fit_cdq, decoding.cdq_loss, lambda: decoding.QHead(32, 64, key=jax.random.key(5)))}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(_FITS))
+def test_fit_minibatches_are_device_local(kind):
+    # batch_size < N with mesh=: each device takes its 5 samples of a step from its own block of 10 (a
+    # stratified minibatch); the fit equals one-device Adam steps over that schedule, nothing of the
+    # samples moves, and memory per device shrinks
+    from jaxcore._util.minibatch import minibatch_schedule
+
+    fit_fn, loss_fn, make_head = _FITS[kind]
+    data, head, key = _random_rollouts(), make_head(), jax.random.key(9)
+    fit = lambda m, d: fit_fn(key, head, d, num_steps=MB_STEPS, batch_size=MB_BATCH,  # noqa: E731
+                              learning_rate=0.05, mesh=m)
+    compiled, arrays = S.compile_on(functools.partial(fit, S.mesh()), (data,), S.mesh(), MB_N, (True,))
+    res = compiled(*arrays)
+    # the oracle: optax Adam on the public loss of each step's rows, on one device
+    schedule = np.asarray(minibatch_schedule(key, MB_N, MB_BATCH, MB_STEPS, S.NUM_DEVICES))
+    np.testing.assert_array_equal(schedule // (MB_N // S.NUM_DEVICES),
+                                  np.repeat(np.arange(S.NUM_DEVICES), 5)[None].repeat(MB_STEPS, 0))
+    opt = optax.adam(0.05)
+    params, static = eqx.partition(head, eqx.is_inexact_array)
+    state = opt.init(params)
+    for s, rows in enumerate(schedule):
+        batch = jax.tree.map(lambda a: a[rows], data)
+        loss, g = jax.value_and_grad(lambda p: loss_fn(eqx.combine(p, static), batch))(params)
+        np.testing.assert_allclose(float(res.losses[s]), float(loss), rtol=1e-5)
+        updates, state = opt.update(g, state, params)
+        params = optax.apply_updates(params, updates)
+    np.testing.assert_allclose(np.asarray(res.head.weight), np.asarray(params.weight), rtol=1e-4, atol=1e-6)
+    assert float(res.losses[-1]) < float(res.losses[0])  # it trained, as on one device
+    hlo = compiled.as_text()
+    S.assert_no_batch_gather(hlo, MB_BATCH)  # neither a minibatch (20) nor all samples (40)
+    assert not [c for c in S.collectives(hlo) if c.op.startswith("all-gather")]
+    compiled_one, _ = S.compile_on(functools.partial(fit, S.mesh(1)), (data,), S.mesh(1), MB_N, (True,))
+    S.assert_memory_shrinks(compiled_one, compiled, max_ratio=0.6)
+
+
+@pytest.mark.slow
+def test_fit_reads_the_split_from_the_data():
+    # without mesh=, rollouts placed on a NamedSharding are trained as with mesh= that mesh (bit for bit);
+    # on one device the same key draws other minibatches
+    data, head, key = _random_rollouts(), _FITS["fudge"][2](), jax.random.key(9)
+    placed = S.place(data, S.mesh(), MB_N)
+    fit = lambda d, **kw: decoding.fit_fudge(key, head, d, num_steps=MB_STEPS, batch_size=MB_BATCH,  # noqa: E731
+                                             learning_rate=0.05, **kw)
+    inferred, explicit, single = fit(placed), fit(placed, mesh=S.mesh()), fit(data)
+    np.testing.assert_array_equal(np.asarray(inferred.losses), np.asarray(explicit.losses))
+    np.testing.assert_array_equal(np.asarray(inferred.head.weight), np.asarray(explicit.head.weight))
+    assert not np.allclose(np.asarray(single.losses), np.asarray(inferred.losses))
+    assert float(inferred.losses[-1]) < float(inferred.losses[0])
