@@ -11,6 +11,10 @@ Speed (same weights via :func:`jaxcore.lm.to_transformers`, same batch, float32 
 - ``alignment.log_probs``: :func:`jaxcore.alignment.sequence_log_probs` of a batch of prompt +
   continuation sequences (left-padded, continuation loss mask) against the same in PyTorch under
   ``inference_mode``. Target >= 1.2x.
+- ``alignment.fit_dpo``: :func:`jaxcore.alignment.fit_dpo` (the reference's log-probs once, then
+  full-batch DPO steps in one scan) against the same loop in PyTorch; its batch axis is the pairs:
+  ``--scaling devices`` splits them over 1, 2, 4 ... devices and passes the mesh as ``mesh=`` (each
+  device runs its own pairs, the weight gradients are all-reduced).
 
 Quick (smoke) sizes use a tiny random Llama (2 layers, d = 64, V = 512) on both sides; default
 sizes SmolLM2-135M-Instruct.
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -55,6 +60,7 @@ from jaxcore.alignment import (
     PROVOCATIVE_PROMPTS,
     dpo_init,
     dpo_step,
+    fit_dpo,
     preference_pairs,
     sequence_log_probs,
     toxicity_study,
@@ -113,6 +119,13 @@ def _torch_seq_logps(hf, ids, att, loss, pos):
 # ----------------------------------------------------------------------------- DPO step
 
 
+def _nudged(model):
+    """The speed rows' policy: the reference with its embeddings scaled by 1.01, so that the first loss
+    is not log 2 by construction (without a training step in the setup, which at the full sizes would
+    cost more than the benchmark)."""
+    return eqx.tree_at(lambda m: m.embed, model, model.embed * 1.01)
+
+
 def _dpo_kernel(state, reference, pairs, optimizer, beta):
     new_state, metrics = dpo_step(state, reference, pairs, optimizer=optimizer, beta=beta)
     return metrics.loss, new_state
@@ -139,16 +152,15 @@ def _dpo_setup(size, key):
     model, tok = _model(size["model"])
     pairs = _batch(size["model"], tok, model.config.vocab_size, int(size["pairs"]), int(size["prompt"]),
                    int(size["new"]))
-    # a policy one step away from the reference, so that the loss is not log 2 by construction
     opt = optax.adam(LEARNING_RATE)
-    state, _ = dpo_step(dpo_init(model, opt), model, pairs, optimizer=opt, beta=0.1)
-    policy_hf = lm.to_transformers(state.policy).to(torch_device())
+    policy = _nudged(model)
+    policy_hf = lm.to_transformers(policy).to(torch_device())
     policy_hf.train()
     ref_hf = lm.to_transformers(model).to(torch_device())
     for p in ref_hf.parameters():
         p.requires_grad_(False)
     torch_opt = torch.optim.Adam(policy_hf.parameters(), lr=LEARNING_RATE)
-    fresh = dpo_init(state.policy, opt)
+    fresh = dpo_init(policy, opt)
     n, _, length = pairs.tokens.shape
     tokens = 2 * n * length
     return Case(args=(fresh, model, pairs), static={"optimizer": opt, "beta": 0.1},
@@ -218,6 +230,112 @@ register(SpeedBenchmark(
     rtol=1e-4, atol=2e-3,
     target={"transformers": 1.2},
     description="summed log-probs of the continuation tokens of a batch of prompt + continuation sequences",
+))
+
+
+# ----------------------------------------------------------------------------- DPO fit (and its device sweep)
+
+
+def _sweep_mesh(x):
+    """The one-axis mesh a device sweep (``--scaling devices``) put ``x`` on, or None (one device).
+
+    ``benchmarks.runner.shard_batch`` places the pairs on a mesh over the first n devices; the traced
+    argument carries it abstractly (``jax.typeof(x).sharding``), so the mesh is rebuilt from
+    ``jax.devices()[:n]`` (the same helper as the inverse suite's, until the harness passes the mesh).
+    """
+    abstract = getattr(jax.typeof(x).sharding, "mesh", None)
+    if abstract is None or not abstract.axis_names:
+        return None
+    devices = np.asarray(jax.devices()[: abstract.size]).reshape(abstract.axis_sizes)
+    return jax.sharding.Mesh(devices, abstract.axis_names)
+
+
+def _fit_kernel(policy, reference, pairs, key, *, optimizer, beta, num_steps):
+    """``num_steps`` full-batch DPO steps with :func:`fit_dpo` (reference log-probs once, then the scan).
+
+    In a device sweep the pairs are split over a mesh and the fit gets it as ``mesh=``: each device
+    runs its own pairs' forwards and backwards and the weight gradients are all-reduced. Full batch
+    (``batch_size = N``) because a smaller minibatch is a stratified sample that depends on the device
+    count (another fit on each count, which the sweep's one-device agreement check would refuse).
+    """
+    res = fit_dpo(key, policy, pairs, num_steps=num_steps, batch_size=pairs.num_pairs, reference=reference,
+                  optimizer=optimizer, beta=beta, mesh=_sweep_mesh(pairs.tokens))
+    return res.history.loss, res.reference_log_probs, jnp.linalg.norm(res.policy.embed)
+
+
+def _fit_torch(policy, reference, start, ids, att, loss, pos, *, optimizer, beta, num_steps):
+    """The same fit in PyTorch: the reference's log-probs once, then ``num_steps`` full-batch Adam steps
+    from the starting weights (restored on every call, as the JAX fit starts from its argument)."""
+    del optimizer
+    import torch
+
+    policy.load_state_dict(start)
+    opt = torch.optim.Adam(policy.parameters(), lr=LEARNING_RATE)
+    with torch.no_grad():
+        ref = _torch_seq_logps(reference, ids, att, loss, pos).reshape(-1, 2)
+    losses = []
+    for _ in range(num_steps):
+        opt.zero_grad(set_to_none=True)
+        lp = _torch_seq_logps(policy, ids, att, loss, pos).reshape(-1, 2)
+        margin = beta * ((lp[:, 0] - ref[:, 0]) - (lp[:, 1] - ref[:, 1]))
+        value = -torch.nn.functional.logsigmoid(margin).mean()
+        value.backward()
+        opt.step()
+        losses.append(value.detach())
+    with torch.no_grad():
+        norm = policy.model.embed_tokens.weight.norm()
+    return torch.stack(losses), ref, norm
+
+
+def _fit_setup(size, key):
+    import torch
+
+    model, tok = _model(size["model"])
+    pairs = _batch(size["model"], tok, model.config.vocab_size, int(size["pairs"]), int(size["prompt"]),
+                   int(size["new"]), seed=2)
+    opt = optax.adam(LEARNING_RATE)
+    policy = _nudged(model)
+    policy_hf = lm.to_transformers(policy).to(torch_device())
+    policy_hf.train()
+    start = {k: v.detach().clone() for k, v in policy_hf.state_dict().items()}
+    ref_hf = lm.to_transformers(model).to(torch_device())
+    for p in ref_hf.parameters():
+        p.requires_grad_(False)
+    steps = int(size["steps"])
+    n, _, length = pairs.tokens.shape
+    return Case(args=(policy, model, pairs, jax.random.key(0)),
+                static={"optimizer": opt, "beta": 0.1, "num_steps": steps},
+                baseline_args={"transformers": (policy_hf, ref_hf, start, *_torch_inputs(pairs, torch))},
+                work=2 * n * length * steps, work_unit="tokens")
+
+
+def _check_fit(kernel_out, base_out, case):
+    as_np = lambda x: x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)  # noqa: E731
+    (k_loss, k_ref, k_norm), (b_loss, b_ref, b_norm) = kernel_out, tuple(as_np(x) for x in base_out)
+    k_loss, k_ref = np.asarray(k_loss), np.asarray(k_ref)
+    if not np.all(np.isfinite(k_loss)) or abs(k_loss[0] - b_loss[0]) > 1e-4 * max(1.0, abs(b_loss[0])):
+        raise AssertionError(f"first-step DPO losses differ: jaxcore {k_loss[0]:.7f} vs transformers {b_loss[0]:.7f}")
+    if not np.allclose(k_loss, b_loss, rtol=1e-3, atol=1e-4):
+        raise AssertionError(f"DPO loss histories differ: jaxcore {k_loss} vs transformers {b_loss}")
+    if not np.allclose(k_ref, b_ref, rtol=1e-4, atol=2e-3):
+        raise AssertionError(f"reference log-probs differ by up to {np.max(np.abs(k_ref - b_ref)):.3g}")
+    if not np.isclose(float(k_norm), float(b_norm), rtol=1e-4):
+        raise AssertionError(f"trained embeddings differ: norm {float(k_norm):.6f} vs {float(b_norm):.6f}")
+
+
+register(SpeedBenchmark(
+    name="alignment.fit_dpo",
+    family=FAMILY,
+    kernel=_fit_kernel,
+    setup=_fit_setup,
+    sizes=[{"model": "smollm2", "pairs": 4, "prompt": 8, "new": 8, "steps": 2}],
+    quick_sizes=[{"model": "tiny", "pairs": 12, "prompt": 8, "new": 8, "steps": 2}],
+    baselines=[Baseline("transformers", _fit_torch, requires=("torch", "transformers"),
+                        note="HF LlamaForCausalLM, same weights: reference log-probs once, then full-batch "
+                             "DPO steps with Adam")],
+    check=_check_fit,
+    description="fit_dpo: reference log-probs once, then full-batch DPO steps (one scan); sharded: mesh=",
+    batch_param="pairs",
 ))
 
 

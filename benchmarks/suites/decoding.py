@@ -194,6 +194,7 @@ register(SpeedBenchmark(
     target={"plain": 0.77, "transformers": 1.5},
     description="greedy CD-Q decoding (z + lambda Q(h), a d x V head) vs plain generate and vs HF generate with "
                 "a PyTorch logits processor applying the same head, batch 8",
+    batch_param="batch",  # --scaling devices: the prompts split over 1, 2, 4 ... devices
 ))
 
 register(SpeedBenchmark(
