@@ -283,7 +283,7 @@ def _fit_torch(policy, reference, start, ids, att, loss, pos, *, optimizer, beta
         opt.step()
         losses.append(value.detach())
     with torch.no_grad():
-        norm = policy.model.embed_tokens.weight.norm()
+        norm = policy.model.embed_tokens.weight.double().norm()  # float32 norm() of 28 M entries: 0.2% off
     return torch.stack(losses), ref, norm
 
 
@@ -328,7 +328,7 @@ register(SpeedBenchmark(
     family=FAMILY,
     kernel=_fit_kernel,
     setup=_fit_setup,
-    sizes=[{"model": "smollm2", "pairs": 4, "prompt": 8, "new": 8, "steps": 2}],
+    sizes=[{"model": "smollm2", "pairs": 2, "prompt": 8, "new": 8, "steps": 2}],
     quick_sizes=[{"model": "tiny", "pairs": 12, "prompt": 8, "new": 8, "steps": 2}],
     baselines=[Baseline("transformers", _fit_torch, requires=("torch", "transformers"),
                         note="HF LlamaForCausalLM, same weights: reference log-probs once, then full-batch "
