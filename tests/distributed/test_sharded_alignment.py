@@ -5,9 +5,10 @@ What shards: the ``[B, L]`` sequences of ``sequence_log_probs`` and their log-pr
 and of the reference's forward. Replicated: the models, the optimizer state and the step's outputs
 (the updated policy and scalar metrics): each device's weight gradient of its own pairs is all-reduced
 (a sum of weight-shaped arrays, the one collective of data-parallel training), so the policy after the
-step equals the one-device policy to float32 rounding of that sum. ``fit_dpo(..., mesh=)`` draws each
-device's minibatch rows from its own block of pairs and computes their reference log-probabilities there
-(``jax.shard_map``): a stratified minibatch, and nothing of the pairs moves.
+step equals the one-device policy to float32 rounding of that sum. ``fit_dpo(..., mesh=)`` (or without
+``mesh=`` on pairs placed on a ``NamedSharding``) draws each device's minibatch rows from its own block of
+pairs and computes their reference log-probabilities there (``jax.shard_map``): a stratified minibatch,
+and nothing of the pairs moves.
 
 The position-averaged internals (``mean_hidden``, ``residual_features``, ``key_activations``) with
 ``chunk_size < B`` run interleaved chunks (chunk j: rows j, j + m, ...), each spread over every device:

@@ -92,8 +92,7 @@ def test_rollouts_shards_samples(chunk_size=4):  # two chunks of 4 rows, each sp
 @pytest.mark.slow
 def test_fit_cdq_full_batch_is_data_parallel():
     # the head's training on rollouts split over the devices: each device's gradient of its own samples,
-    # all-reduced (weight-shaped); a minibatch (batch_size < N) is drawn across devices and assembled on
-    # each, so only full-batch training keeps the samples where they are
+    # all-reduced (weight-shaped); minibatches (batch_size < N): test_fit_minibatches_are_device_local
     n = 20  # no dimension of the head or the tiny Llama (64, 32, 96, 8) is a multiple of it
     model = lm.random_llama(jax.random.key(0), lm.LlamaConfig.tiny())
     prompt = jax.random.randint(jax.random.key(1), (n, 5), 1, 50)
