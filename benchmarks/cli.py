@@ -471,6 +471,7 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
                 label = f"{b.name} {'' if what != 'size' else ', '.join(f'{k}={v}' for k, v in arg.items())}"
                 progress.update(bar, description=label[:60])
                 t0 = time.perf_counter()
+                c0 = runner.compile_totals()
                 try:
                     with runner.hard_timeout(float(cfg.timeout_s)):
                         if what == "size":
@@ -509,6 +510,7 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
                     console.print(f"[red]{escape(b.name)}: {rec.get('status')}[/red] "
                                   f"{escape(first[0][:300] if first else '')}")
                 rec["wall_s"] = time.perf_counter() - t0
+                rec["compile_time"] = runner.compile_time_since(c0)
                 rec["peak_rss_mib"] = runner.peak_rss_mib()
                 rec["memory_maps"] = runner.memory_maps()
                 run.add(rec, "scaling" if what in ("scaling", "devices") else "results")

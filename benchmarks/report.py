@@ -116,6 +116,40 @@ SPEED_COLUMNS = [
 ]
 
 
+def time_budget_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """Rows (family, tasks, wall, compiling, share, programs) summed over ``results`` and ``scaling``.
+
+    Empty when no record carries ``wall_s``; compile columns read "-" for records made before the
+    harness recorded ``compile_time``.
+    """
+    acc: dict[str, list[float]] = {}
+    seen_compile: set[str] = set()
+    for rec in list(doc.get("results", [])) + list(doc.get("scaling", [])):
+        if rec.get("wall_s") is None:
+            continue
+        a = acc.setdefault(rec.get("family", "?"), [0, 0.0, 0.0, 0])
+        a[0] += 1
+        a[1] += float(rec["wall_s"])
+        ct = rec.get("compile_time")
+        if ct:
+            seen_compile.add(rec.get("family", "?"))
+            a[2] += float(ct.get("backend_s", 0.0)) + float(ct.get("lowering_s", 0.0)) + float(ct.get("tracing_s", 0.0))
+            a[3] += int(ct.get("programs", 0))
+    rows = []
+    total = [0, 0.0, 0.0, 0]
+    for fam in sorted(acc, key=lambda f: -acc[f][1]):
+        n, wall, comp, progs = acc[fam]
+        total = [total[0] + n, total[1] + wall, total[2] + comp, total[3] + progs]
+        has = fam in seen_compile
+        rows.append([fam, str(n), fmt_seconds(wall), fmt_seconds(comp) if has else "-",
+                     f"{comp / wall:.0%}" if has and wall > 0 else "-", str(progs) if has else "-"])
+    if rows:
+        has = bool(seen_compile)
+        rows.append(["**all**", str(total[0]), fmt_seconds(total[1]), fmt_seconds(total[2]) if has else "-",
+                     f"{total[2] / total[1]:.0%}" if has and total[1] > 0 else "-", str(total[3]) if has else "-"])
+    return rows
+
+
 def _md_table(columns: list[str], rows: list[list[str]]) -> str:
     esc = [[str(c).replace("|", "\\|").replace("\n", " ") for c in r] for r in rows]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -158,6 +192,13 @@ def markdown(doc: dict[str, Any]) -> str:
             "disagreed with the kernel and was not timed.", ""]
 
     families = sorted({r["family"] for r in doc.get("results", [])}, key=lambda f: (f != "core", f))
+    budget = time_budget_rows(doc)
+    if budget:
+        out += ["## Where the run's time went", "",
+                "Per family: the wall time of its tasks, and of that the seconds JAX spent compiling (XLA's "
+                "backend compile or a persistent-cache load, plus lowering and tracing) and how many programs it "
+                "compiled. Compile-bound families gain most from the persistent compilation cache.", "",
+                _md_table(["family", "tasks", "wall", "compiling", "share", "programs"], budget), ""]
     for fam in families:
         out += [f"## {fam}", ""]
         sub = {**doc, "results": [r for r in doc["results"] if r["family"] == fam]}

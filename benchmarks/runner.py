@@ -255,6 +255,44 @@ def _count_cache_hit(name: str, **kwargs: Any) -> None:
 
 jax.monitoring.register_event_listener(_count_cache_hit)
 
+# JAX's own compile events, summed over a run: a task's record carries the difference across it
+# (`compile_time`), so a report tells compile-bound tasks from compute-bound ones.
+_COMPILE_EVENTS = {
+    "/jax/core/compile/backend_compile_duration": "backend_s",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowering_s",
+    "/jax/core/compile/jaxpr_trace_duration": "tracing_s",
+}
+_COMPILE_TOTALS = {"backend_s": 0.0, "lowering_s": 0.0, "tracing_s": 0.0, "programs": 0}
+
+
+def _count_compile_time(name: str, duration: float, **kwargs: Any) -> None:
+    field = _COMPILE_EVENTS.get(name)
+    if field is not None:
+        _COMPILE_TOTALS[field] += float(duration)
+        if field == "backend_s":
+            _COMPILE_TOTALS["programs"] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_count_compile_time)
+
+
+def compile_totals() -> dict[str, float]:
+    """Seconds JAX has spent compiling in this process so far, and how many programs it compiled.
+
+    ``backend_s`` is XLA's compile (or a persistent-cache load), ``lowering_s`` jaxpr -> StableHLO,
+    ``tracing_s`` Python tracing; ``programs`` counts backend compiles. Take the difference of two
+    calls to charge a stretch of work (:func:`compile_time_since`).
+    """
+    return dict(_COMPILE_TOTALS)
+
+
+def compile_time_since(start: dict[str, float]) -> dict[str, float]:
+    """What :func:`compile_totals` gained since ``start`` (seconds rounded to ms; ``programs`` an int)."""
+    now = compile_totals()
+    out: dict[str, float] = {k: round(now[k] - start[k], 3) for k in ("backend_s", "lowering_s", "tracing_s")}
+    out["programs"] = int(now["programs"] - start["programs"])
+    return out
+
 
 def _compile(fn: Callable[..., Any], case: Case, args: tuple) -> tuple[Any, float]:
     """Ahead-of-time compile ``fn`` (with ``case.static`` bound) for ``args``; returns (executable, seconds)."""
