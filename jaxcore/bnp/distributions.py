@@ -16,11 +16,8 @@ used inside numpyro models (``numpyro.sample("pi", StickBreakingBetaProcess(...)
 
 from __future__ import annotations
 
-import functools
 
 import jax
-import jax.custom_batching
-import jax.extend.random
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln, gammaln, xlog1py, xlogy
@@ -100,52 +97,88 @@ def _uniform_from_words(words, dtype=jnp.float32):
 def _random_words(key, n: int):
     """``n`` random uint32 words from ``key``.
 
-    For threefry keys, word pair ``i`` is the Threefry-2x32 block of the key's
-    two words at counter ``(i, 0)``. Unbatched, the words come from XLA's
-    ``RngBitGenerator`` with its Threefry algorithm, which produces exactly
-    these words: on CPU 460k words (the noise of an SVI step at the default
-    benchmark size) in 1.3 ms, against 2.2 ms through ``threefry_2x32`` and
-    2.8 ms for ``jax.random.bits`` (2 cores, jax 0.10). Under ``vmap`` over keys
-    (JAX's batching rule for ``RngBitGenerator`` would use the first key for the
-    whole batch) the same words are computed with ``threefry_2x32`` per key, so
-    ``vmap`` over keys equals a loop over them. Other key implementations use
-    ``jax.random.bits``.
+    For threefry keys, word pair ``i`` is the Threefry-2x32 block of the key's two words at
+    counter ``(i, 0)`` (the words XLA's ``RngBitGenerator`` gives with its Threefry algorithm).
+    They are computed by :func:`_threefry_words`, elementwise ``jax.numpy`` code that XLA fuses
+    into one vectorised loop: 1.74 M words (the noise of an SVI step at width 128) in 2.9-3.2 ns
+    a word against 4.6-6.3 ns through ``RngBitGenerator`` and more through
+    ``jax.extend.random.threefry_2x32`` (2 cores, jax 0.10, interleaved, under load). Being
+    elementwise, it batches under ``vmap`` over keys as a loop over them would. Other key
+    implementations use ``jax.random.bits``.
     """
     typed = jnp.issubdtype(jnp.result_type(key), jax.dtypes.prng_key)
     if not typed or str(jax.random.key_impl(key)) != "threefry2x32":
         return jax.random.bits(key, (n,), jnp.uint32)
-    return _threefry_words_fn(int(n))(jax.random.key_data(key).astype(jnp.uint32))
+    return _threefry_words(jax.random.key_data(key).astype(jnp.uint32), int(n))
+
+
+# Threefry-2x32's rotation constants (Salmon et al. 2011, Table 4), used in alternating groups of 4 rounds
+_THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _rotate_left(x, r: int):
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
 def _threefry_words(key_data, n: int):
-    """Word pairs ``threefry_2x32(key_data, (i, 0))``, ``i = 0, 1, ...``, interleaved, first ``n`` words."""
+    """Word pairs ``threefry_2x32(key_data, (i, 0))``, ``i = 0, 1, ...``, interleaved, first ``n`` words.
+
+    Threefry-2x32 with 20 rounds (JAX's generator): five groups of four add-rotate-xor rounds,
+    each group followed by a key injection with the key schedule ``(k0, k1, k0 ^ k1 ^ 0x1BD11BDA)``.
+    ``key_data`` ``[..., 2]`` uint32; leading axes (from ``vmap``) broadcast.
+
+    References:
+        Salmon, Moraes, Dror & Shaw, "Parallel random numbers: as easy as 1, 2, 3", SC 2011.
+    """
     m = (n + 1) // 2
-    counters = jnp.concatenate([jnp.arange(m, dtype=jnp.uint32), jnp.zeros((m,), jnp.uint32)])
-    y = jax.extend.random.threefry_2x32(key_data, counters)
-    return jnp.stack([y[:m], y[m:]], axis=-1).reshape(-1)[:n]
+    if m > 2**32:
+        raise ValueError(expected("n", "at most 2**33 words (a 32-bit block counter)", n))
+    k0, k1 = key_data[..., 0:1], key_data[..., 1:2]
+    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
+    x0 = jnp.arange(m, dtype=jnp.uint32) + k0
+    x1 = jnp.zeros((m,), jnp.uint32) + k1
+    for group in range(5):
+        for r in _THREEFRY_ROTATIONS[group % 2]:
+            x0 = x0 + x1
+            x1 = _rotate_left(x1, r) ^ x0
+        x0 = x0 + ks[(group + 1) % 3]
+        x1 = x1 + ks[(group + 2) % 3] + np.uint32(group + 1)
+    return jnp.stack([x0, x1], axis=-1).reshape(key_data.shape[:-1] + (2 * m,))[..., :n]
 
 
-@functools.lru_cache(maxsize=None)
-def _threefry_words_fn(n: int):
-    @jax.custom_batching.custom_vmap
-    def words(key_data):
-        state = jnp.concatenate([key_data, jnp.zeros((2,), jnp.uint32)])
-        _, out = jax.lax.rng_bit_generator(state, (n,), jnp.uint32, algorithm=jax.lax.RandomAlgorithm.RNG_THREE_FRY)
-        return out
+# Giles' single-precision erf^-1 polynomials: p(w - 2.5) for w < 5, q(sqrt(w) - 3) beyond (Horner order)
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 
-    @words.def_vmap
-    def _words_vmap(axis_size, in_batched, key_data):
-        (batched,) = in_batched
-        if not batched:
-            return words(key_data), False
-        return jax.vmap(lambda k: _threefry_words(k, n))(key_data), True
 
-    return words
+def _horner(coefficients, w):
+    p = jnp.full_like(w, coefficients[0])
+    for c in coefficients[1:]:
+        p = p * w + c
+    return p
 
 
 def _normal_from_uniform(u):
-    """Standard normals ``sqrt(2) erf^-1(2u - 1)`` from open-interval uniforms (the inverse CDF)."""
-    return np.sqrt(2.0).astype(u.dtype) * jax.lax.erf_inv(2.0 * u - 1.0)
+    """Standard normals ``sqrt(2) erf^-1(2u - 1)`` from open-interval uniforms (the inverse CDF).
+
+    ``erf^-1(x) = x P(w)``, ``w = -log(1 - x^2)``, with Giles' polynomials, and ``1 - x^2`` taken as
+    ``4 u (1 - u)`` (``1 - u`` is exact on the sampler's grid, so the only rounding is the product):
+    on every point of the 23-bit grid of :func:`_uniform_open` the float32 result is within 1e-6 of
+    the exact quantile (XLA's ``erf_inv(2u - 1)``: 2.2e-5 in the tails, from ``x^2``'s cancellation),
+    exactly antisymmetric about ``u = 1/2``, and a fifth cheaper on CPU (0.9 M draws: 3.1 vs
+    3.9 ms, 2 cores under load). float64 input keeps XLA's float64 ``erf_inv`` (full precision).
+
+    References:
+        Giles, "Approximating the erfinv function", GPU Computing Gems Jade Edition, 2011.
+    """
+    x = 2.0 * u - 1.0
+    if jnp.finfo(u.dtype).bits > 32:
+        return np.sqrt(2.0).astype(u.dtype) * jax.lax.erf_inv(x)
+    w = -jnp.log(4.0 * u * (1.0 - u))
+    p = jnp.where(w < 5.0, _horner(_ERFINV_CENTRAL, w - 2.5), _horner(_ERFINV_TAIL, jnp.sqrt(w) - 3.0))
+    return np.sqrt(2.0).astype(u.dtype) * p * x
 
 
 def gamma_rsample(key, a, shape=None):

@@ -262,6 +262,25 @@ def test_fused_noise_is_open_interval_and_standard(key):
     assert np.all(np.isfinite(np.asarray(_normal_from_uniform(jnp.array([2.0**-24, 1 - 2.0**-24], jnp.float32)))))
 
 
+def test_normal_from_uniform_matches_float64_quantile_on_the_grid():
+    """The float32 inverse normal CDF on the sampler's 23-bit grid (every 7th point and both ends) is
+    within 1e-6 of scipy's float64 quantile and antisymmetric about u = 1/2; float64 input is exact."""
+    from scipy import special
+
+    from jaxcore.bnp.distributions import _normal_from_uniform
+
+    k = np.concatenate([np.arange(0, 2**23, 7), [1, 2, 2**23 - 2, 2**23 - 1]]).astype(np.float64)
+    u = (k + 0.5) * 2.0**-23
+    want = np.sqrt(2.0) * special.erfinv(2.0 * u - 1.0)
+    f = jax.jit(_normal_from_uniform)
+    got = np.asarray(f(jnp.asarray(u, jnp.float32)), np.float64)
+    assert np.max(np.abs(got - want)) < 1e-6
+    mirror = np.asarray(f(jnp.asarray(1.0 - u, jnp.float32)), np.float64)
+    np.testing.assert_array_equal(mirror, -got)
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(np.asarray(f(jnp.asarray(u[:1000]))), want[:1000], rtol=1e-13, atol=1e-13)
+
+
 def test_cnn_patch_convolution_equals_lax_convolution():
     h = np.random.default_rng(0).normal(size=(3, 8, 8, 5)).astype(np.float32)
     w = np.random.default_rng(1).normal(size=(9 * 5 + 1, 7)).astype(np.float32)
@@ -311,6 +330,41 @@ def test_random_words_vmap_over_keys_equals_loop_and_threefry_blocks():
     kd = jax.random.key_data(keys[1])
     blocks = [np.asarray(jax.extend.random.threefry_2x32(kd, jnp.array([i, 0], jnp.uint32))) for i in range(4)]
     np.testing.assert_array_equal(loop[1], np.concatenate(blocks)[:n])
+    # Random123's known-answer vector of Threefry-2x32-20 at key (0, 0), counter (0, 0)
+    zero = jax.random.wrap_key_data(jnp.zeros((2,), jnp.uint32))
+    np.testing.assert_array_equal(np.asarray(_random_words(zero, 2)), np.array([0x6B200159, 0x99BA4EFE], np.uint32))
+    # the words XLA's RngBitGenerator gives with its Threefry algorithm (the generator the words came from before)
+    state = jnp.concatenate([kd.astype(jnp.uint32), jnp.zeros((2,), jnp.uint32)])
+    _, xla = jax.lax.rng_bit_generator(state, (1001,), jnp.uint32, algorithm=jax.lax.RandomAlgorithm.RNG_THREE_FRY)
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda k: _random_words(k, 1001))(keys[1])), np.asarray(xla))
+
+
+def test_svi_noise_laws_and_independence():
+    """The draws of an ELBO estimate: the Gaussians are N(0, 1), the mask noise is Logistic(0, 1) =
+    logit(u) with u ~ U(0, 1) on the open interval, and draws of different kinds and samples are
+    uncorrelated (KS tests, moments, lag correlations; 64 samples of a width-16 network, about 35k
+    draws of each kind)."""
+    from scipy import stats
+
+    model = AdaptiveMLP(3, 16, 2, 1, 2, key=jax.random.key(0))
+    noise = jax.tree.map(np.asarray, model.sample_noise(jax.random.key(3), 64))
+    gauss = np.concatenate([noise[n].reshape(-1) for n in ("eps_in", "eps_hidden", "eps_head")]).astype(np.float64)
+    n = gauss.size
+    assert stats.kstest(gauss, "norm").pvalue > 1e-3
+    assert abs(gauss.mean()) < 5 / np.sqrt(n) and abs(gauss.std() - 1) < 5 / np.sqrt(2 * n)
+    assert abs(stats.kurtosis(gauss)) < 5 * np.sqrt(24 / n)
+    u, L = noise["logistic_u"].astype(np.float64), noise["logistic"].astype(np.float64)
+    assert u.min() > 0 and u.max() < 1
+    assert stats.kstest(u.reshape(-1), "uniform").pvalue > 1e-3
+    assert stats.kstest(L.reshape(-1), "logistic").pvalue > 1e-3
+    np.testing.assert_allclose(L, np.log(u / (1 - u)), rtol=1e-5, atol=1e-6)
+    h = noise["eps_hidden"].astype(np.float64)
+    bound = 5 / np.sqrt(h.size)
+    assert abs(np.corrcoef(h.reshape(-1), L.reshape(-1))[0, 1]) < bound  # weight and mask noise of one weight
+    assert abs(np.corrcoef(h[:-1].reshape(-1), h[1:].reshape(-1))[0, 1]) < bound  # consecutive samples
+    assert len(np.unique(noise["eps_hidden"])) > 0.99 * h.size
+    g1 = noise["g1"].astype(np.float64)  # Gamma(a) with a = alpha = 2 at initialisation
+    assert abs(g1.mean() - 2.0) < 5 * np.sqrt(2.0 / g1.size)
 
 
 # ----------------------------------------------------------------------------- public step, fit, jit caches
