@@ -11,9 +11,9 @@ dtype and sharding, and ``jax.jit(kernel).lower(*abstract).compile().memory_anal
 bytes of the arguments, outputs and temporaries one device holds while the program runs (their sum
 is an upper bound: donated or aliased buffers count twice). The inputs are built once on the host
 (the suites' setups hold NumPy/JAX arrays and their baselines' tensors), never copied to a device
-for the compile. Each benchmark runs in a child process of its own (``--timeout`` seconds; a setup
-or compile that fails or runs out of time is a row saying so), so one large size cannot take the
-others down and each row's peak host memory is its own.
+for the compile. Each benchmark runs in a child process of its own (``--timeout`` seconds,
+``--max-host-gb`` of resident host memory, default 70% of the machine's; a setup or compile that fails
+or passes a limit is a row saying so), so one large size cannot take the others (or the machine) down.
 
 The compile targets the default backend (``--backend cpu`` on a machine without an accelerator):
 XLA:CPU's buffer assignment is not XLA:GPU's (other fusions, other scratch space), so a CPU figure
@@ -29,6 +29,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -104,22 +105,47 @@ def _child(name: str, size: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _run_one(name: str, size: dict[str, Any], timeout: float, backend: str | None) -> dict[str, Any]:
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _run_one(name: str, size: dict[str, Any], timeout: float, backend: str | None,
+             max_host_bytes: float) -> dict[str, Any]:
+    """One child process: its JSON row, or a row saying why there is none (time, host memory, error)."""
     env = dict(os.environ)
     if backend:
         env["JAX_PLATFORMS"] = backend
     cmd = [sys.executable, __file__, "--child", name, json.dumps(size)]
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"name": name, "size": size, "status": f"not finished in {timeout:.0f} s (setup + compile)"}
-    for line in reversed(proc.stdout.splitlines()):
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env, cwd=ROOT)
+        why = None
+        while proc.poll() is None:
+            if time.perf_counter() - t0 > timeout:
+                why = f"not finished in {timeout:.0f} s (setup + compile)"
+            elif _rss_bytes(proc.pid) > max_host_bytes:  # stop it before the machine's OOM killer does
+                why = f"setup + compile needed more than {max_host_bytes / GB:.0f} GB of host memory here"
+            if why:
+                proc.kill()
+                proc.wait()
+                return {"name": name, "size": size, "status": why}
+            time.sleep(0.25)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    for line in reversed(stdout.splitlines()):
         if line.startswith("{") and '"status"' in line:
             row = json.loads(line)
             row["wall_s"] = time.perf_counter() - t0
             return row
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+    tail = (stderr or stdout).strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
     return {"name": name, "size": size, "status": f"failed: {tail[0][:160]}"}
 
 
@@ -167,17 +193,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bench", nargs="*", default=None, help="only these benchmarks")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per benchmark (setup + compile)")
     p.add_argument("--backend", default=None, help="JAX_PLATFORMS for the children (e.g. cpu, cuda)")
+    p.add_argument("--max-host-gb", type=float, default=None,
+                   help="stop a child above this resident host memory (default: 70%% of the machine's memory)")
     p.add_argument("--budget-gb", type=float, default=100.0, help="flag programs above this many GB per device")
     p.add_argument("--out", default=None, help="write the Markdown table here")
     p.add_argument("--json", default=None, help="write the raw rows here")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     sizes = _largest_sizes(args.config)
+    max_host = (args.max_host_gb * GB if args.max_host_gb else
+                0.7 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     chosen = [n for n, s in sizes.items() if (args.family is None or s["family"] in args.family)
               and (args.bench is None or n in args.bench)]
     rows = []
     for name in chosen:
-        row = _run_one(name, sizes[name]["size"], args.timeout, args.backend)
+        row = _run_one(name, sizes[name]["size"], args.timeout, args.backend, max_host)
         row.setdefault("family", sizes[name]["family"])
         rows.append(row)
         print(f"{name:36s} {_size_text(row['size'])[:60]:60s} {_fmt_bytes(row.get('device_bytes')):>10s} "
