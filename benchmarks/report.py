@@ -60,6 +60,7 @@ def speed_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
             "benchmark": rec["name"], "size": _size(rec.get("size", {})), "status": rec.get("status", "?"),
             "compile": fmt_seconds(k.get("compile_s")) + (" (cache)" if k.get("compile_cached") else ""),
             "kernel": (f"{fmt_seconds(k.get('median_s'))} ± {fmt_seconds(k.get('iqr_s'))}"
+                       + (" (host callback)" if k.get("host_callbacks") else "")
                        if k.get("median_s") else "-"),
             "flops": f"{100 * k['flops_frac']:.1f}%" if k.get("flops_frac") is not None else "-",
             "bw": _bytes_cell(k),
@@ -189,7 +190,10 @@ def markdown(doc: dict[str, Any]) -> str:
             "data already in cache included, so it is operand traffic, not DRAM traffic, and can exceed the "
             "copy ceiling (above 100%: the kernel works from cache); unmarked figures are the suite's analytic "
             "byte model (inputs, outputs and unavoidable intermediates). A baseline marked WRONG "
-            "disagreed with the kernel and was not timed.", ""]
+            "disagreed with the kernel and was not timed. A kernel marked *(host callback)* holds a host "
+            "callback (a traced argument's run-time check, `equinox.error_if`): JAX calls such a program "
+            "through its Python dispatch path, about 0.15-0.25 ms more per call on a CPU, which the time "
+            "includes.", ""]
 
     families = sorted({r["family"] for r in doc.get("results", [])}, key=lambda f: (f != "core", f))
     budget = time_budget_rows(doc)

@@ -34,3 +34,17 @@ def test_time_budget_rows_sum_per_family_and_overall():
     assert a[1] == "3" and a[4] == f"{4.5 / 7.5:.0%}" and a[5] == "9"
     assert total[1] == "4" and total[5] == "9" and total[4] == f"{4.5 / 17.5:.0%}"
     assert report.time_budget_rows({"results": []}) == []
+
+
+def test_host_callbacks_are_detected_in_compiled_programs():
+    import equinox as eqx
+
+    x = np.arange(4.0, dtype=np.float32)
+    plain = jax.jit(lambda v: v * 2.0).lower(x).compile()
+    checked = jax.jit(lambda v: eqx.error_if(v, v.sum() < 0, "negative")).lower(x).compile()
+    assert runner.has_host_callbacks(plain) is False
+    assert runner.has_host_callbacks(checked) is True
+    rows = report.speed_rows({"results": [{"kind": "speed", "name": "f", "family": "a", "size": {}, "status": "ok",
+                                           "kernel": {"median_s": 1e-3, "iqr_s": 1e-4, "host_callbacks": True},
+                                           "baselines": {}}]})
+    assert rows[0]["kernel"].endswith("(host callback)")
