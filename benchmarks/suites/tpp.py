@@ -45,6 +45,7 @@ import numpy as np
 
 from benchmarks.registry import (
     Baseline,
+    BaselineNotRun,
     Case,
     QualityBenchmark,
     QualityResult,
@@ -301,6 +302,186 @@ register(SpeedBenchmark(
     target={"torch": 10.0},
     description="NJDTPP batched log-likelihood + gradient (scan, exponential scheme) vs PyTorch loop reference",
 ))
+
+
+# ----------------------------------------------------------------------------- THP / NHP vs EasyTPP
+
+# EasyTPP 0.3.0's defaults: hidden size 32, 2 layers, 2 heads, 20 integration points per interval
+EASYTPP_MODEL = {"hidden": 32, "layers": 2, "heads": 2, "points": 20}
+_NHP_GATES = [0, 2, 4, 5, 1, 3, 6]  # EasyTPP's chunk (i, ibar, f, fbar, z, o, delta) of jaxcore's (i, f, z, o, ibar, fbar, d)
+_EASYTPP_UNMATCHED = ("softplus.log_beta", "layer_intensity.1.log_beta")  # ScaledSoftplus's beta (1: plain softplus)
+
+
+def _full_batch(key, B, L, K):
+    """``B`` sequences of exactly ``L`` events of a ``K``-type Hawkes process, each observed up to its last event."""
+    mu, a, b = HAWKES
+    T = 3.0 * L * (1 - a / b) / mu  # long enough that every buffer of L events fills
+    batch, _ = Hawkes(jnp.full((K,), mu / K), jnp.full((K, K), a / K), b).simulate(key, T, L, B)
+    if not bool(np.asarray(batch.mask).all()):
+        raise RuntimeError("a simulated sequence has fewer than the requested events")
+    return EventBatch(batch.times, batch.marks, batch.mask, batch.times[:, -1], K)
+
+
+def _easytpp_model(kind, K):
+    """An EasyTPP model with the row's sizes (dropout 0, the trapezoid rule: ``use_mc_samples=False``)."""
+    from easy_tpp.config_factory import ModelConfig
+    from easy_tpp.model import NHP as EasyNHP
+    from easy_tpp.model import THP as EasyTHP
+
+    c = EASYTPP_MODEL
+    cfg = ModelConfig(hidden_size=c["hidden"], num_layers=c["layers"], num_heads=c["heads"], dropout_rate=0.0,
+                      use_ln=False, loss_integral_num_sample_per_step=c["points"], use_mc_samples=False,
+                      num_event_types=K, num_event_types_pad=K + 1, event_pad_index=K, gpu=-1, thinning=None,
+                      model_id=kind)
+    return (EasyTHP if kind == "THP" else EasyNHP)(cfg)
+
+
+def easytpp_layout(kind, m, *, grads=False):
+    """A jaxcore THP (encoder="easytpp") or NHP as EasyTPP's ``named_parameters`` (NumPy arrays, float32).
+
+    EasyTPP's sequences start with a given event (here: type 0 at ``t = 0``), whose embedding is
+    jaxcore's start token; for gradients that row collects the start's gradient too. The padding
+    row of EasyTPP's embedding is zero; ``ScaledSoftplus``'s ``log_beta`` (0) has no jaxcore
+    counterpart."""
+    f = lambda x: np.asarray(x, np.float32)  # noqa: E731
+    out = {}
+    if kind == "THP":
+        K, d = m.embedding.shape
+        emb = np.zeros((K + 1, d), np.float32)
+        emb[:K] = f(m.embedding)
+        if grads:
+            emb[0] += f(m.start)
+        out["layer_type_emb.weight"] = emb
+        out["factor_intensity_base"] = f(m.head.bias)[None] if grads else np.zeros((1, K), np.float32)
+        out["factor_intensity_decay"] = f(m.alpha)[None]
+        out["layer_intensity_hidden.weight"] = f(m.head.weight)
+        out["layer_intensity_hidden.bias"] = f(m.head.bias)
+        for j, lin in enumerate(m.feed_forward):
+            out[f"feed_forward.{2 * j}.weight"], out[f"feed_forward.{2 * j}.bias"] = f(lin.weight), f(lin.bias)
+        for i, layer in enumerate(m.layers):
+            for j, lin in enumerate((layer.to_query, layer.to_key, layer.to_value)):
+                p = f"stack_layers.{i}.self_attn.linears.{j}"
+                out[p + ".weight"], out[p + ".bias"] = f(lin.weight), f(lin.bias)
+        return out
+    K1, H = m.embedding.shape
+    emb = np.zeros((K1, H), np.float32)
+    emb[:K1 - 1] = f(m.embedding[:K1 - 1])
+    emb[0] = emb[0] + f(m.embedding[K1 - 1]) if grads else f(m.embedding[K1 - 1])
+    out["layer_type_emb.weight"] = emb
+    for name, x in (("weight", m.gates.weight), ("bias", m.gates.bias)):
+        ours = f(x).reshape((7, H) + x.shape[1:])
+        theirs = np.empty_like(ours)
+        theirs[_NHP_GATES] = ours
+        out[f"rnn_cell.linear_layer.{name}"] = theirs.reshape(x.shape)
+    out["layer_intensity.0.weight"], out["layer_intensity.0.bias"] = f(m.head.weight), f(m.head.bias)
+    return out
+
+
+def _easytpp_inputs(batch):
+    """EasyTPP's keyword inputs: a type-0 event at ``t = 0`` before each sequence, then its events."""
+    import torch
+
+    t = np.asarray(batch.times, np.float32)
+    B, L = t.shape
+    t = np.concatenate([np.zeros((B, 1), np.float32), t], 1)
+    dt = np.concatenate([np.zeros((B, 1), np.float32), np.diff(t, axis=1)], 1)
+    marks = np.concatenate([np.zeros((B, 1), np.int64), np.asarray(batch.marks, np.int64)], 1)
+    subsequent = np.broadcast_to(np.triu(np.ones((L + 1, L + 1), bool), 1), (B, L + 1, L + 1))
+    return {"time_seqs": torch.tensor(t), "time_delta_seqs": torch.tensor(dt), "type_seqs": torch.tensor(marks),
+            "seq_non_pad_mask": torch.ones((B, L + 1), dtype=torch.bool),
+            "attention_mask": torch.tensor(np.ascontiguousarray(subsequent))}
+
+
+def _easytpp_setup(kind):
+    def setup(size, key):
+        B, L, K = int(size["batch"]), int(size["events"]), int(size.get("marks", 2))
+        k_data, k_model = jax.random.split(key)
+        batch = _full_batch(k_data, B, L, K)
+        c = EASYTPP_MODEL
+        rate = float(np.asarray(batch.num_events).sum() / np.asarray(batch.T).sum())
+        if kind == "THP":
+            model = THP(K, key=k_model, d_model=c["hidden"], num_heads=c["heads"], num_layers=c["layers"],
+                        init_rate=rate / K, encoder="easytpp")
+            model = eqx.tree_at(lambda m: m.start, model, model.embedding[0])
+        else:
+            model = NHP(K, key=k_model, hidden=c["hidden"], init_rate=rate / K)
+            model = eqx.tree_at(lambda m: m.embedding, model, model.embedding.at[K].set(model.embedding[0]))
+        params, static = eqx.partition(model, eqx.is_inexact_array)
+        try:
+            import torch
+
+            torch_model = _easytpp_model(kind, K)
+            weights = easytpp_layout(kind, model)
+            with torch.no_grad():
+                for name, p in torch_model.named_parameters():
+                    if name in weights:
+                        p.copy_(torch.tensor(weights[name]))
+            base = (torch_model, _easytpp_inputs(batch))
+        except ImportError as exc:  # reported by the baseline (requires= covers a missing package)
+            base = (None, repr(exc))
+        return Case(args=(params, batch), static={"skeleton": static, "num_quadrature": c["points"], "kind": kind},
+                    baseline_args={"easytpp": base}, work=B * L, work_unit="events")
+
+    return setup
+
+
+def neural_grad_kernel(params, batch, *, skeleton, num_quadrature, kind):
+    """``(loss, grads)`` of ``-sum log L`` for a neural TPP with the trapezoid rule (EasyTPP's, node for node)."""
+    def loss(p):
+        m = eqx.combine(p, skeleton)
+        return -jnp.sum(m.log_likelihood(batch, num_quadrature=num_quadrature, quadrature="trapezoid"))
+
+    return jax.value_and_grad(loss)(params)
+
+
+def easytpp_grad(torch_model, inputs, *, skeleton=None, num_quadrature=None, kind=None):
+    """EasyTPP's ``loglike_loss`` and ``backward()`` (one intra-op thread, its fastest here)."""
+    if torch_model is None:
+        raise BaselineNotRun(f"easy_tpp does not import: {inputs}")
+    import torch
+
+    with torch_threads(EASYTPP_THREADS), torch.enable_grad():
+        torch_model.zero_grad(set_to_none=True)
+        loss, _ = torch_model.loglike_loss(**inputs)
+        loss.backward()
+    return loss.detach(), {n: p.grad for n, p in torch_model.named_parameters() if p.grad is not None}
+
+
+EASYTPP_THREADS = 1
+
+
+def _easytpp_check(kernel_out, base_out, case):
+    kv, kg = kernel_out
+    bv, bg = to_numpy(base_out)
+    kv, bv = float(np.asarray(kv)), float(bv)
+    assert abs(kv - bv) <= 1e-4 * abs(bv), f"loss {kv} vs EasyTPP {bv}: relative error {abs(kv - bv) / abs(bv):.2e}"
+    ours = easytpp_layout(case.static["kind"], kg, grads=True)
+    # relative to each leaf's norm, floored at 1e-6 of the whole gradient's: the key biases' gradient is zero
+    # analytically (softmax is invariant to them), both sides round-off
+    floor = 1e-6 * math.sqrt(sum(float(np.sum(np.asarray(g, np.float64) ** 2)) for g in bg.values()))
+    for name, g in bg.items():
+        if name in _EASYTPP_UNMATCHED:
+            continue
+        a, b = ours[name].astype(np.float64), np.asarray(g, np.float64)
+        err = np.linalg.norm(a - b) / max(np.linalg.norm(b), floor)
+        assert err < 1e-3, f"gradient of {name}: relative error {err:.2e}"
+    missing = set(ours) - set(bg)
+    assert not missing, f"no EasyTPP gradient for {sorted(missing)}"
+
+
+for _kind in ("THP", "NHP"):
+    register(SpeedBenchmark(
+        name=f"tpp.{_kind.lower()}_grad", family=FAMILY, kernel=neural_grad_kernel, setup=_easytpp_setup(_kind),
+        sizes=[{"batch": 64, "events": 100}], quick_sizes=[{"batch": 8, "events": 20}],
+        batch_param="batch",
+        baselines=[Baseline("easytpp", easytpp_grad, requires=["easy_tpp"],
+                            note=f"easy-tpp 0.3.0 {_kind}.loglike_loss + backward, the same weights and "
+                                 "integration points (torch, 1 thread)")],
+        check=_easytpp_check,
+        target={"easytpp": 5.0},
+        description=f"{_kind} log-likelihood + gradient ({'encoder=easytpp, ' if _kind == 'THP' else ''}trapezoid "
+                    "rule, 20 points) vs EasyTPP's implementation on the same batch and weights",
+    ))
 
 
 # ----------------------------------------------------------------------------- scan vs diffrax

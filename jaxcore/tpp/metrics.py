@@ -354,6 +354,7 @@ def evaluate(
     num_substeps: int = 10,
     num_samples: int = 1,
     num_grid: int = 256,
+    chunk_size: int | None = None,
 ) -> EvaluationResult:
     """Score a model on test sequences: NLL per event, next-event RMSE and type accuracy, time-rescaling KS.
 
@@ -377,13 +378,15 @@ def evaluate(
         num_substeps: Euler steps per gap (ignored by the exact flow).
         num_samples: Brownian paths averaged for the NLL (with a ``key``).
         num_grid: steps of the prediction grid over ``horizon``.
+        chunk_size: a neural TPP's thinning draws, ``chunk_size`` (sequence, position) pairs at a time
+            (memory; see :meth:`NeuralTPP.sample_next`); ``None``: all at once. Ignored by the others.
 
     Returns:
         An :class:`EvaluationResult` ``(nll, rmse, accuracy, ks)`` of scalars.
 
     Raises:
         TypeError: ``dynamics`` is neither a JumpDiffusion nor a classical model; bad key.
-        ValueError: non-positive ``horizon``, ``num_substeps``, ``num_samples`` or ``num_grid``;
+        ValueError: non-positive ``horizon``, ``num_substeps``, ``num_samples``, ``num_grid`` or ``chunk_size``;
             the batch's number of marks differs from the model's.
 
     References:
@@ -400,7 +403,7 @@ def evaluate(
     from .neural import NeuralTPP
 
     if isinstance(dynamics, NeuralTPP):
-        return _evaluate_neural(dynamics, batch, key, horizon, num_samples)
+        return _evaluate_neural(dynamics, batch, key, horizon, num_samples, chunk_size)
     if not isinstance(dynamics, JumpDiffusion):
         if not hasattr(dynamics, "jump_diffusion"):
             raise TypeError(expected("dynamics", "a jaxcore.tpp.JumpDiffusion or a classical model with "
@@ -438,7 +441,7 @@ def _evaluate_impl(dyn, batch, key, horizon, num_substeps, num_samples, method, 
 _evaluate_run = eqx.filter_jit(_evaluate_impl)
 
 
-def _evaluate_neural(model, batch, key, horizon, num_samples):
+def _evaluate_neural(model, batch, key, horizon, num_samples, chunk_size=None):
     """:func:`evaluate` for a neural TPP: its likelihood, thinning predictions and rescaled gaps."""
     if key is None:
         raise ValueError(expected("key", "a PRNG key for a neural TPP (its predictions sample by thinning)",
@@ -448,16 +451,19 @@ def _evaluate_neural(model, batch, key, horizon, num_samples):
     check_marks(batch, model.num_marks)
     check_scalar(horizon, "horizon", positive=True)
     S = max(check_int(num_samples, "num_samples", minimum=1), 16)
-    return _evaluate_neural_run(model._checked(), batch, key, jnp.asarray(horizon, batch.times.dtype), S)
+    from .neural import _chunk
+
+    return _evaluate_neural_run(model._checked(), batch, key, jnp.asarray(horizon, batch.times.dtype), S,
+                                _chunk(chunk_size))
 
 
 @eqx.filter_jit
-def _evaluate_neural_run(model, batch, key, horizon, S):
+def _evaluate_neural_run(model, batch, key, horizon, S, chunk=None):
     from .neural import _loglik_batch, _sample_batch
 
     parts = _loglik_batch(model, batch, 16)
     over = jnp.asarray(1.5, batch.times.dtype)
-    s = _sample_batch(model, key, batch, horizon, S, 64, 32, over)
+    s = _sample_batch(model, key, batch, horizon, S, 64, 32, over, chunk)
     probs = jnp.mean(s.type_probs, axis=2)
     valid = batch.mask & jnp.concatenate([batch.mask[:, 1:], jnp.zeros((batch.num_sequences, 1), bool)], 1)
     pred = NextEventPrediction(jnp.mean(s.time, axis=2), jnp.argmax(probs, -1).astype(jnp.int32), probs, valid)

@@ -22,7 +22,7 @@ References:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import equinox as eqx
 import jax
@@ -30,10 +30,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_int, check_key, check_positive, expected
+from jaxcore._util import check_choice, check_int, check_key, check_positive, expected
 
 from ._checks import check_query_times
 from .events import EventBatch, check_batch, check_marks
+
+Quadrature = Literal["gauss-legendre", "trapezoid"]
+QUADRATURES = ("gauss-legendre", "trapezoid")
 
 
 class NeuralLikelihood(NamedTuple):
@@ -101,29 +104,37 @@ class NeuralTPP(eqx.Module):
 
     # ------------------------------------------------------------------ public interface
 
-    def log_likelihood(self, batch: EventBatch, *, num_quadrature: int = 16) -> Float[Array, " batch"]:
+    def log_likelihood(self, batch: EventBatch, *, num_quadrature: int = 16,
+                       quadrature: Quadrature = "gauss-legendre") -> Float[Array, " batch"]:
         """``[B]`` log-likelihoods (nats) of the sequences on ``[0, T]``.
 
         Args:
             batch: ``B`` padded sequences with this model's number of types.
-            num_quadrature: Gauss-Legendre nodes per interval for the compensator (models
-                without a closed form).
+            num_quadrature: nodes per interval for the compensator (models without a closed form).
+            quadrature: the rule on each interval ``[0, dt]``: ``"gauss-legendre"`` (default;
+                exact for polynomials of degree ``2 num_quadrature - 1``) or ``"trapezoid"``
+                (``num_quadrature >= 2`` equally spaced nodes including both ends: EasyTPP's rule
+                with ``use_mc_samples: False``, for likelihoods comparable node for node).
 
         Returns:
             ``[B]`` nats.
 
         Raises:
             TypeError: ``batch`` is not an EventBatch.
-            ValueError: the batch's number of marks differs, or ``num_quadrature < 1``.
+            ValueError: the batch's number of marks differs, an unknown ``quadrature``, or
+                ``num_quadrature`` below 1 (below 2 for ``"trapezoid"``).
         """
-        return self.log_likelihood_parts(batch, num_quadrature=num_quadrature).log_likelihood
+        return self.log_likelihood_parts(batch, num_quadrature=num_quadrature,
+                                         quadrature=quadrature).log_likelihood
 
-    def log_likelihood_parts(self, batch: EventBatch, *, num_quadrature: int = 16) -> NeuralLikelihood:
+    def log_likelihood_parts(self, batch: EventBatch, *, num_quadrature: int = 16,
+                             quadrature: Quadrature = "gauss-legendre") -> NeuralLikelihood:
         """The log-likelihood with its parts (:class:`NeuralLikelihood`); arguments as :meth:`log_likelihood`."""
         check_batch(batch)
         check_marks(batch, self.num_marks)
-        g = check_int(num_quadrature, "num_quadrature", minimum=1)
-        return _loglik_batch(self._checked(), batch, g)
+        rule = check_choice(quadrature, "quadrature", QUADRATURES)
+        g = check_int(num_quadrature, "num_quadrature", minimum=2 if rule == "trapezoid" else 1)
+        return _loglik_batch(self._checked(), batch, g, rule)
 
     def intensity(self, batch: EventBatch, t: Float[Array, "batch query"]) -> Float[Array, "batch query K"]:
         """``lambda_k(t)`` given the events strictly before ``t``, at query times ``t`` ``[B, Q]``; ``[B, Q, K]``.
@@ -137,7 +148,8 @@ class NeuralTPP(eqx.Module):
         return _intensity_batch(self._checked(), batch, t.astype(batch.times.dtype))
 
     def sample_next(self, key: PRNGKeyArray, batch: EventBatch, *, horizon: float, num_samples: int = 16,
-                    num_proposals: int = 64, num_grid: int = 32, over_sample: float = 1.5) -> NextEventSamples:
+                    num_proposals: int = 64, num_grid: int = 32, over_sample: float = 1.5,
+                    chunk_size: int | None = None) -> NextEventSamples:
         """Sample the next event after every history prefix by Ogata thinning, vmapped over sequences.
 
         For position ``i`` (history: events ``0..i``) the proposals are a Poisson process of
@@ -155,13 +167,17 @@ class NeuralTPP(eqx.Module):
             num_proposals: proposals per draw.
             num_grid: grid points for the intensity bound.
             over_sample: factor (>= 1) on the grid maximum.
+            chunk_size: ``None`` (default) draws at every position of every sequence at once;
+                ``c >= 1`` draws for ``c`` (sequence, position) pairs at a time (``lax.map``), so the
+                memory holds ``c num_samples (num_grid + num_proposals)`` intensity evaluations instead
+                of ``B L`` times as many (the same draws for the same key).
 
         Returns:
             :class:`NextEventSamples` of ``[B, L, num_samples]`` arrays.
 
         Raises:
             TypeError: ``key`` is not a PRNG key, ``batch`` not an EventBatch.
-            ValueError: non-positive sizes, ``horizon`` or ``over_sample < 1``.
+            ValueError: non-positive sizes, ``horizon``, ``chunk_size`` or ``over_sample < 1``.
 
         References:
             Ogata, IEEE Trans. Inf. Theory 27(1), 1981; Xue et al., ICLR 2024 (EasyTPP's thinning).
@@ -177,7 +193,7 @@ class NeuralTPP(eqx.Module):
         if not np.isfinite(over) or over < 1.0:
             raise ValueError(expected("over_sample", "a finite number >= 1", over_sample))
         return _sample_batch(self._checked(), key, batch, jnp.asarray(horizon, batch.times.dtype), S, P, G,
-                             jnp.asarray(over, batch.times.dtype))
+                             jnp.asarray(over, batch.times.dtype), _chunk(chunk_size))
 
     def generate(self, key: PRNGKeyArray, batch: EventBatch, *, num_events: int, horizon: float,
                  num_proposals: int = 64, num_grid: int = 32, over_sample: float = 1.5) -> GeneratedEvents:
@@ -278,40 +294,45 @@ def log_softplus(x: Array) -> Array:
     return jnp.where(low, x, jnp.log(jax.nn.softplus(jnp.where(low, 0.0, x))))
 
 
-def _gauss_legendre(g: int, dtype) -> tuple[Array, Array]:
+def _quadrature(g: int, dtype, rule: str = "gauss-legendre") -> tuple[Array, Array]:
+    """Nodes in ``[0, 1]`` and weights (summing to 1) of the ``g``-point rule."""
+    if rule == "trapezoid":
+        w = np.full(g, 1.0 / (g - 1))
+        w[[0, -1]] *= 0.5
+        return jnp.asarray(np.linspace(0.0, 1.0, g), dtype), jnp.asarray(w, dtype)
     x, w = np.polynomial.legendre.leggauss(g)
     return jnp.asarray((x + 1) / 2, dtype), jnp.asarray(w / 2, dtype)
 
 
-def _interval_compensator(model: NeuralTPP, state, dt, g):
+def _interval_compensator(model: NeuralTPP, state, dt, g, rule="gauss-legendre"):
     if model.closed_compensator:
         return model.compensator(state, dt)
-    x, w = _gauss_legendre(g, dt.dtype)
+    x, w = _quadrature(g, dt.dtype, rule)
     lam = jax.vmap(lambda u: jnp.sum(jnp.exp(model.log_intensity(state, u * dt))))(x)
     return dt * jnp.sum(w * lam)
 
 
-def _loglik_one(model, times, marks, mask, T, g):
+def _loglik_one(model, times, marks, mask, T, g, rule="gauss-legendre"):
     L = times.shape[0]
     S = model.states(times, marks, mask)
     prev = jnp.concatenate([jnp.zeros((1,), times.dtype), times[:-1]])
     dt = jnp.where(mask, times - prev, 0.0)
     logs = jax.vmap(model.log_intensity)(S[:L], dt)
     log_term = jnp.where(mask, jnp.take_along_axis(logs, marks[:, None], 1)[:, 0], 0.0)
-    comp_i = jnp.where(mask, jax.vmap(lambda s, d: _interval_compensator(model, s, d, g))(S[:L], dt), 0.0)
+    comp_i = jnp.where(mask, jax.vmap(lambda s, d: _interval_compensator(model, s, d, g, rule))(S[:L], dt), 0.0)
     n = jnp.sum(mask)
     last = jnp.where(n > 0, times[jnp.maximum(n - 1, 0)], 0.0)
-    final = _interval_compensator(model, S[n], T - last, g)
+    final = _interval_compensator(model, S[n], T - last, g, rule)
     comp = jnp.sum(comp_i) + final
     lt = jnp.sum(log_term)
     return NeuralLikelihood(lt - comp, lt, comp, comp_i)
 
 
 @eqx.filter_jit
-def _loglik_batch(model, batch, g):
-    """The batched log-likelihood, one program per model structure, shapes and ``g``."""
-    return jax.vmap(lambda t, m, k, T: _loglik_one(model, t, m, k, T, g))(batch.times, batch.marks, batch.mask,
-                                                                          batch.T)
+def _loglik_batch(model, batch, g, rule="gauss-legendre"):
+    """The batched log-likelihood, one program per model structure, shapes, ``g`` and rule."""
+    return jax.vmap(lambda t, m, k, T: _loglik_one(model, t, m, k, T, g, rule))(batch.times, batch.marks,
+                                                                                batch.mask, batch.T)
 
 
 def _intensity_one(model, times, marks, mask, q):
@@ -359,11 +380,22 @@ def _sample_one(model, key, times, marks, mask, horizon, S_, P, G, over):
 
 
 @eqx.filter_jit
-def _sample_batch(model, key, batch, horizon, S_, P, G, over):
+def _sample_batch(model, key, batch, horizon, S_, P, G, over, chunk=None):
     keys = jax.random.split(key, batch.num_sequences)
-    out = jax.vmap(lambda k, t, m, msk: _sample_one(model, k, t, m, msk, horizon, S_, P, G, over))(
-        keys, batch.times, batch.marks, batch.mask)
-    return NextEventSamples(*out)
+    B, L = batch.times.shape
+    if chunk is None or chunk >= B * L:
+        out = jax.vmap(lambda k, t, m, msk: _sample_one(model, k, t, m, msk, horizon, S_, P, G, over))(
+            keys, batch.times, batch.marks, batch.mask)
+        return NextEventSamples(*out)
+    # the same draws, ``chunk`` (sequence, position) pairs at a time: the states of every sequence, then
+    # lax.map over the flattened positions, each chunk's thinning vmapped over its positions and samples
+    states = jax.vmap(model.states)(batch.times, batch.marks, batch.mask)[:, 1:]
+    pos_keys = jax.vmap(lambda k: jax.random.split(k, (L, S_)))(keys)
+    t0 = jnp.where(batch.mask, batch.times, 0.0)
+    per_position = jax.vmap(lambda k, s, t: _thin_one(model, k, s, t, horizon, P, G, over), in_axes=(0, None, None))
+    flat = [a.reshape((B * L,) + a.shape[2:]) for a in (pos_keys, states, t0)]
+    out = jax.lax.map(lambda a: per_position(*a), tuple(flat), batch_size=chunk)
+    return NextEventSamples(*(o.reshape((B, L) + o.shape[1:]) for o in out))
 
 
 def _generate_one(model, key, times, marks, mask, horizon, n_new, P, G, over):
@@ -393,3 +425,7 @@ def _generate_batch(model, key, batch, horizon, n_new, P, G, over):
     out = jax.vmap(lambda k, t, m, msk: _generate_one(model, k, t, m, msk, horizon, n_new, P, G, over))(
         keys, batch.times, batch.marks, batch.mask)
     return GeneratedEvents(*out)
+
+
+def _chunk(chunk_size: int | None) -> int | None:
+    return None if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1)

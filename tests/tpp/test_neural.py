@@ -107,6 +107,7 @@ MODELS = {
     "RMTPP": lambda k, dt: RMTPP(2, key=k, hidden=4, embed=3, dtype=dt),
     "NHP": lambda k, dt: NHP(2, key=k, hidden=4, dtype=dt),
     "THP": lambda k, dt: THP(2, key=k, d_model=4, num_heads=2, num_layers=1, dtype=dt),
+    "THP-easytpp": lambda k, dt: THP(2, key=k, d_model=4, num_heads=2, num_layers=2, encoder="easytpp", dtype=dt),
     "SAHP": lambda k, dt: SAHP(2, key=k, d_model=4, num_heads=2, num_layers=1, dtype=dt),
     "IFTPP": lambda k, dt: IFTPP(2, key=k, hidden=4, embed=3, num_components=2, dtype=dt),
 }
@@ -137,6 +138,7 @@ def test_train_fits_every_neural_model(name):
     data = tpp.synthetic_hawkes(jax.random.key(7), num_sequences=16, T=20.0, max_events=80).trim(16)
     model = {"RMTPP": lambda k: RMTPP(1, key=k, hidden=8), "NHP": lambda k: NHP(1, key=k, hidden=8),
              "THP": lambda k: THP(1, key=k, d_model=8, num_layers=1),
+             "THP-easytpp": lambda k: THP(1, key=k, d_model=8, num_layers=2, encoder="easytpp"),
              "SAHP": lambda k: SAHP(1, key=k, d_model=8, num_layers=1),
              "IFTPP": lambda k: IFTPP(1, key=k, hidden=8)}[name](jax.random.key(8))
     res = tpp.train(jax.random.key(9), model, data, num_steps=60, batch_size=8, num_quadrature=8)
@@ -156,3 +158,34 @@ def test_generate_continues_each_history_at_a_constant_rate():
     gaps = np.diff(np.concatenate([start[:, None], np.asarray(g.time)], 1), axis=1)
     assert np.all(gaps > 0)
     assert abs(gaps.mean() - 1 / rate) < 5 * (1 / rate) / math.sqrt(gaps.size)
+
+
+def test_chunked_thinning_draws_the_same():
+    """``chunk_size`` maps over (sequence, position) pairs: the same draws for the same key."""
+    m = NHP(2, key=jax.random.key(0), hidden=4)
+    key = jax.random.key(1)
+    kw = {"horizon": 3.0, "num_samples": 4, "num_proposals": 16, "num_grid": 8}
+    full = m.sample_next(key, _batch(2), **kw)
+    part = m.sample_next(key, _batch(2), chunk_size=5, **kw)  # 12 pairs: chunks of 5, 5 and a remainder of 2
+    for a, b in zip(full, part):
+        np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=1e-6, atol=1e-7)
+    assert bool(jnp.any(full.accepted)) and int(jnp.sum(full.type == 1)) > 0
+    with pytest.raises(ValueError, match="chunk_size: expected"):
+        m.sample_next(key, _batch(2), chunk_size=0, **kw)
+
+
+@pytest.mark.slow
+def test_chunked_thinning_needs_less_memory():
+    """The full-history AttNHP's thinning: XLA's temporary memory shrinks with the chunk (B L samples
+    (grid + proposals) intensity evaluations at once, each O(L), without one)."""
+    from jaxcore.tpp import AttNHP
+
+    m = AttNHP(1, key=jax.random.key(0), d_model=8, num_heads=2, num_layers=1)
+    data = tpp.synthetic_poisson(jax.random.key(2), num_sequences=8, T=40.0, max_events=128).trim(64)
+
+    def temp(c):
+        f = jax.jit(lambda k: m.sample_next(k, data, horizon=3.0, chunk_size=c).time)
+        return f.lower(jax.random.key(1)).compile().memory_analysis().temp_size_in_bytes
+
+    full, chunked = temp(None), temp(32)
+    assert chunked < full / 4, (full, chunked)
