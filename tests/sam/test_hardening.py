@@ -222,9 +222,11 @@ def test_bare_scalar_loss_gives_clear_type_error(entry):
 # --- deep-fuzz findings (issue 15, second round) -------------------------------------------------------
 
 
-@pytest.mark.parametrize("entry", ["step", "step_micro", "train", "ascent"])
+@pytest.mark.parametrize("entry", ["step", "step_micro", "step_jit", "train", "ascent"])
 @pytest.mark.parametrize("labels", [[0, 1, 5, 0], [0, -1, 2, 0]])
 def test_obf_labels_are_range_checked_inside_step_and_train(entry, labels):
+    """Concrete labels given to ``step`` are checked on the host (ValueError, no callback in the compiled
+    step); traced ones (``step`` inside ``jax.jit``), ``train``'s data and the ascent gradient at run time."""
     batch = {"x": _BATCH["x"], "label": jnp.array(labels, jnp.int32)}
     opt, obf = optax.sgd(0.1), sam.OBF()
     calls = {
@@ -232,16 +234,20 @@ def test_obf_labels_are_range_checked_inside_step_and_train(entry, labels):
                                  perturbation_loss=obf),
         "step_micro": lambda: sam.step(_loss, _W, sam.init(_W, opt), batch, optimizer=opt, perturbation=sam.SAM(0.05),
                                        perturbation_loss=obf, num_micro_batches=2),
+        "step_jit": lambda: jax.jit(lambda b: sam.step(_loss, _W, sam.init(_W, opt), b, optimizer=opt,
+                                                       perturbation=sam.SAM(0.05), perturbation_loss=obf))(batch),
         "train": lambda: sam.train(_loss, _W, batch, jnp.array([[0, 1], [2, 3]]), optimizer=opt,
                                    perturbation=sam.SAM(0.05), perturbation_loss=obf),
         "ascent": lambda: sam.ascent_gradient(_loss, _W, batch, obf),
     }
     where = "data" if entry == "train" else "batch"
-    with pytest.raises(RUNTIME, match=rf"{where}\[label\]: expected OBF class indices in \[0, 3\)"):
+    err = ValueError if entry in ("step", "step_micro") else RUNTIME
+    with pytest.raises(err, match=rf"{where}\[label\]: expected OBF class indices in \[0, 3\)"):
         jax.block_until_ready(calls[entry]())
 
 
 def test_obf_soft_labels_are_checked_inside_step():
+    """Soft labels: checked on the host when concrete, at run time under ``jax.jit``."""
     opt = optax.sgd(0.1)
 
     def loss(w, _, b):
@@ -252,9 +258,13 @@ def test_obf_soft_labels_are_checked_inside_step():
     out = sam.step(loss, _W, sam.init(_W, opt), {"x": _BATCH["x"], "label": good}, optimizer=opt,
                    perturbation=sam.SAM(0.05), perturbation_loss=sam.OBF())
     assert np.isfinite(np.asarray(out.params)).all()
+    bad = {"x": _BATCH["x"], "label": 2.0 * good}
+    with pytest.raises(ValueError, match=r"batch\[label\]: expected OBF one-hot or soft labels"):
+        sam.step(loss, _W, sam.init(_W, opt), bad, optimizer=opt, perturbation=sam.SAM(0.05),
+                 perturbation_loss=sam.OBF())
     with pytest.raises(RUNTIME, match=r"batch\[label\]: expected OBF one-hot or soft labels"):
-        jax.block_until_ready(sam.step(loss, _W, sam.init(_W, opt), {"x": _BATCH["x"], "label": 2.0 * good},
-                                       optimizer=opt, perturbation=sam.SAM(0.05), perturbation_loss=sam.OBF()))
+        jax.block_until_ready(jax.jit(lambda b: sam.step(loss, _W, sam.init(_W, opt), b, optimizer=opt,
+                                                         perturbation=sam.SAM(0.05), perturbation_loss=sam.OBF()))(bad))
 
 
 def test_obf_loss_refuses_alpha_outside_the_unit_interval():
