@@ -39,6 +39,7 @@ from .metrics import (
     nll_per_event,
     predict_next,
     prediction_scores,
+    sample_next,
     time_rescaling_ks,
 )
 from .neural import GeneratedEvents, NeuralLikelihood, NeuralTPP, NextEventSamples
@@ -91,6 +92,7 @@ __all__ = [
     "nll_per_event",
     "predict_next",
     "prediction_scores",
+    "sample_next",
     "save_checkpoint",
     "solve",
     "synthetic_hawkes",

@@ -32,6 +32,7 @@ FUZZ_TABLE = {
     "time_rescaling_ks": "dynamics, method, batch type", "ks_statistic": "samples dtype x values, mask shape",
     "nll_per_event": "log_likelihood/num_events dtype x values, shapes",
     "predict_next": "horizon values, num_grid, method", "prediction_scores": "pred/batch types",
+    "sample_next": "horizon values, num_grid (test_metrics: num_samples, key)",
     "evaluate": "horizon, num_samples, num_grid, key", "fit_mle": "num_steps, model type, batch type",
     "train": "num_steps, batch_size, key, model type", "save_checkpoint": "model type",
     "load_checkpoint": "a file that is not a checkpoint", "event_batches": "name (unknown, None, int)",
@@ -202,6 +203,8 @@ def test_fuzz_evaluate_and_predict(horizon, num_grid, key):
     dyn = tpp.Poisson(1.0)
     _outcome(lambda: tpp.predict_next(dyn.jump_diffusion(), BATCH, horizon=horizon, num_grid=num_grid,
                                       method="exact"), ["horizon", "num_grid"], valid)
+    _outcome(lambda: tpp.sample_next(KEY, dyn.jump_diffusion(), BATCH, horizon=horizon, num_grid=num_grid,
+                                     method="exact"), ["horizon", "num_grid"], valid)
     _outcome(lambda: tpp.evaluate(dyn, BATCH, key, horizon=horizon, num_grid=num_grid),
              ["horizon", "num_grid", "key"], valid and key is None)
 

@@ -139,3 +139,37 @@ def test_intensity_scan_and_other_models(hawkes2):
                                rtol=2e-6)
     lam = np.asarray(intensity(NJDTPP(2, key=jax.random.key(3), width=8, depth=1), b, q))
     assert lam.shape == (4, 12, 2) and np.all(np.isfinite(lam)) and np.all(lam > 0)
+
+
+@pytest.mark.slow
+def test_sample_next_mean_matches_the_grid_integral_for_njdtpp():
+    """NJDTPP's next-event draws (inversion of the drift path's compensator): the mean sampled time after each
+    event within 5 standard errors of predict_next's integral of the same path, and types by rate share."""
+    from jaxcore.tpp import NJDTPP, sample_next
+
+    model = NJDTPP(2, key=jax.random.key(0), width=8, init_log_rate=float(np.log(0.7)))
+    batch = EventBatch.from_sequences([[0.4, 1.1, 2.5], [0.8, 1.0]], [[0, 1, 1], [1, 0]], T=4.0, num_marks=2)
+    kw = {"horizon": 6.0, "num_grid": 256}
+    s = sample_next(jax.random.key(1), model, batch, num_samples=2000, **kw)
+    pred = predict_next(model, batch, **kw)
+    t, mean = np.asarray(s.time, np.float64), np.asarray(pred.time, np.float64)
+    se = t.std(-1) / np.sqrt(t.shape[-1])
+    real = np.asarray(batch.mask)
+    assert np.all(np.abs(t.mean(-1) - mean)[real] < 5 * se[real]), (t.mean(-1), mean, se)
+    share = np.asarray(jnp.mean(s.type == 1, -1), np.float64)
+    np.testing.assert_allclose(share[real], np.asarray(pred.type_probs[..., 1])[real], atol=0.05)
+    assert float(jnp.mean(s.accepted[real])) > 0.9  # a 6-unit horizon censors few draws, if any
+
+
+def test_sample_next_poisson_gaps_are_exponential():
+    from jaxcore.tpp import sample_next
+
+    batch = EventBatch.from_sequences([[0.5, 1.0]], T=2.0)
+    s = sample_next(jax.random.key(2), Poisson(2.0).jump_diffusion(), batch, horizon=20.0, num_samples=3000,
+                    method="exact")
+    gaps = np.asarray(s.time[0, 0] - 0.5, np.float64)
+    assert stats.kstest(gaps, stats.expon(scale=0.5).cdf).pvalue > 1e-3
+    with pytest.raises(ValueError, match="num_samples: expected"):
+        sample_next(jax.random.key(2), Poisson(2.0).jump_diffusion(), batch, horizon=1.0, num_samples=0)
+    with pytest.raises(TypeError, match="key: expected"):
+        sample_next(0, Poisson(2.0).jump_diffusion(), batch, horizon=1.0)
