@@ -326,3 +326,21 @@ def test_m_sharpness_step_equals_per_micro_batch_sam_at_tiny_and_huge_gradients(
     np.testing.assert_allclose(np.asarray(out.params), np.asarray(ref), rtol=1e-5, atol=1e-7 * scale)
     np.testing.assert_allclose(float(out.info.ascent_norm), np.mean(norms), rtol=1e-5)
     assert np.isfinite(float(out.info.ascent_norm)) and float(out.info.ascent_norm) > 0
+
+
+def test_check_labels_false_compiles_no_callback_and_changes_nothing_for_valid_labels():
+    """``check_labels=False``: the step under ``jax.jit`` holds no host callback (the checked one does) and
+    gives the checked step's parameters on valid labels; a non-bool is refused."""
+    opt, obf = optax.sgd(0.1), sam.OBF()
+    batch = {"x": _BATCH["x"], "label": jnp.array([0, 1, 2, 0], jnp.int32)}
+
+    def run(check):
+        return jax.jit(lambda b: sam.step(_loss, _W, sam.init(_W, opt), b, optimizer=opt, perturbation=sam.SAM(0.05),
+                                          perturbation_loss=obf, check_labels=check).params)
+
+    texts = {c: run(c).lower(batch).compile().as_text() for c in (True, False)}
+    assert "python_cpu_callback" in texts[True] and "python_cpu_callback" not in texts[False]
+    np.testing.assert_array_equal(np.asarray(run(False)(batch)), np.asarray(run(True)(batch)))
+    with pytest.raises(TypeError, match="check_labels: expected"):
+        sam.step(_loss, _W, sam.init(_W, opt), batch, optimizer=opt, perturbation=sam.SAM(0.05),
+                 perturbation_loss=obf, check_labels="no")
