@@ -25,10 +25,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.sharding import Mesh
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from jaxcore._util import (Progress, ProgressArg, check_bool, check_choice, check_int, check_key, check_progress,
                            check_scalar, default_float, expected, is_concrete)
+from jaxcore._util.minibatch import batch_mesh, minibatch_schedule, take_local
 
 from ._checks import checked, float_dtype
 from .events import EventBatch, check_batch, check_marks
@@ -295,12 +297,18 @@ def train(
     stochastic: bool = True,
     progress: ProgressArg = False,
     num_quadrature: int = 16,
+    mesh: Mesh | None = None,
 ) -> TrainResult:
     """Fit an NJDTPP (or a neural TPP) by minibatch maximum likelihood with optax, all steps in one ``lax.scan``.
 
     Each step draws ``batch_size`` sequences uniformly (with replacement) and a
     fresh Brownian key, and takes one optimizer step on
-    ``-sum log L / sum N`` (nats per event). With a validation batch the model
+    ``-sum log L / sum N`` (nats per event). With the sequences split over devices (``mesh=``, or
+    ``batch`` placed on a ``NamedSharding`` of its sequence axis) each device instead draws its
+    ``batch_size / D`` sequences of a step from its own ``N / D`` (a stratified minibatch, each
+    sequence of a block once per block epoch; schedule key ``fold_in(key of the validation, 1)``),
+    so no sequence moves between devices and only the parameter gradient is all-reduced; the
+    estimate of the gradient stays unbiased, but the draws differ from the one-device ones. With a validation batch the model
     with the best validation NLL (evaluated every ``eval_every`` steps and at the last,
     with one fixed noise key derived from ``key``) is returned. The step keys are
     ``jax.random.split(key, num_steps + 1)[:num_steps]``, the validation key the last one.
@@ -325,6 +333,9 @@ def train(
             (:meth:`jaxcore.tpp.NeuralTPP.log_likelihood`; ignored for the NJDTPP).
         progress: ``False`` (default), ``True`` (a progress bar) or ``fn(step, {"loss": ...})``
             called on the host from inside the loop.
+        mesh: a ``jax.sharding.Mesh`` whose first axis splits the sequences (its size must divide
+            ``batch.num_sequences`` and ``batch_size``); None: read the split from ``batch``'s
+            placement (one-device sampling when it is not split).
 
     Returns:
         A :class:`TrainResult` ``(model, losses [num_steps], valid_losses [num_evals])``.
@@ -332,7 +343,8 @@ def train(
     Raises:
         TypeError: ``key`` is not a PRNG key; bad model, batch or ``progress``.
         ValueError: non-positive sizes; unknown ``convention``; a batch's number of marks
-            differs from the model's.
+            differs from the model's; a ``mesh`` whose first axis does not divide the sequences
+            or ``batch_size`` (``TypeError`` for a ``mesh`` that is not a Mesh).
 
     References:
         Zhang et al., "Neural Jump-Diffusion Temporal Point Processes", ICML 2024, Sec. 4.4
@@ -373,6 +385,7 @@ def train(
     if optimizer is not None and not isinstance(optimizer, optax.GradientTransformation):
         raise TypeError(expected("optimizer", "an optax.GradientTransformation (or None for the clipped Adam "
                                               "default)", type(optimizer).__name__, raw=True))
+    where = batch_mesh(mesh, batch.times, batch.num_sequences, batch_size, data_name="batch.num_sequences")
     model = model._checked()  # finite weights, checked once before the training loop
     optimizer = _default_optimizer() if optimizer is None else optimizer
     params, static = eqx.partition(model, eqx.is_inexact_array)
@@ -380,7 +393,8 @@ def train(
     if valid_batch is None:
         eval_every = 0  # unused: one program for every eval_every
     final, losses, valid_losses = _train_run(params, static, batch, valid_batch, keys, optimizer, batch_size,
-                                             num_substeps, convention, stochastic, eval_every, num_steps, progress)
+                                             num_substeps, convention, stochastic, eval_every, num_steps, progress,
+                                             where)
     return TrainResult(eqx.combine(final, static), losses, valid_losses)
 
 
@@ -403,11 +417,18 @@ def _train_loss(params, static, batch, key, num_substeps, convention, stochastic
     return -jnp.sum(ll.log_likelihood) / jnp.maximum(n, 1)
 
 
-def _train_step(params, static, opt_state, batch, key, optimizer, batch_size, num_substeps, convention, stochastic):
-    """One optimizer step on a minibatch of ``batch_size`` sequences drawn with replacement."""
+def _train_step(params, static, opt_state, batch, key, optimizer, batch_size, num_substeps, convention, stochastic,
+                where=None, rows=None):
+    """One optimizer step on a minibatch of ``batch_size`` sequences: drawn with replacement, or
+    (``where`` a :class:`~jaxcore._util.minibatch.BatchMesh`) the schedule's ``rows``, each device
+    taking its share from its own block."""
     k_idx, k_noise = jax.random.split(key)
-    idx = jax.random.randint(k_idx, (batch_size,), 0, batch.num_sequences)
-    sub = EventBatch(batch.times[idx], batch.marks[idx], batch.mask[idx], batch.T[idx], batch.num_marks)
+    if where is None:
+        idx = jax.random.randint(k_idx, (batch_size,), 0, batch.num_sequences)
+        sub = EventBatch(batch.times[idx], batch.marks[idx], batch.mask[idx], batch.T[idx], batch.num_marks)
+    else:
+        t, mk, ms, tt = take_local(where, (batch.times, batch.marks, batch.mask, batch.T), rows, batch.num_sequences)
+        sub = EventBatch(t, mk, ms, tt, batch.num_marks)
     loss, g = jax.value_and_grad(_train_loss)(params, static, sub, k_noise, num_substeps, convention, stochastic)
     updates, opt_state = optimizer.update(g, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
@@ -415,19 +436,24 @@ def _train_step(params, static, opt_state, batch, key, optimizer, batch_size, nu
 
 @eqx.filter_jit
 def _train_run(params, static, batch, valid_batch, keys, optimizer, batch_size, num_substeps, convention,
-               stochastic, eval_every, num_steps, progress):
+               stochastic, eval_every, num_steps, progress, where=None):
     """All ``num_steps`` steps (and the validations) in one ``lax.scan``; compiled once per model
     structure, data shapes and setting, and reused across calls of :func:`train`."""
     prog = Progress(progress, num_steps, "train NJDTPP")
     step_keys, eval_key = keys[:num_steps], keys[num_steps]
     has_valid = valid_batch is not None
     opt_state = optimizer.init(params)
+    if where is None:
+        schedule = jnp.zeros((num_steps, 0), jnp.int32)
+    else:
+        schedule = minibatch_schedule(jax.random.fold_in(eval_key, 1), batch.num_sequences, batch_size, num_steps,
+                                      where.num_shards)
 
     def body(carry, xs):
         params, opt_state, best, best_params = carry
-        i, k = xs
+        i, k, rows = xs
         params, opt_state, loss = _train_step(params, static, opt_state, batch, k, optimizer, batch_size,
-                                              num_substeps, convention, stochastic)
+                                              num_substeps, convention, stochastic, where, rows)
         v = jnp.full((), jnp.nan, loss.dtype)
         if has_valid:
             due = ((i + 1) % eval_every == 0) | (i == num_steps - 1)
@@ -443,7 +469,7 @@ def _train_run(params, static, batch, valid_batch, keys, optimizer, batch_size, 
 
     init = (params, opt_state, jnp.full((), jnp.inf, batch.times.dtype), params if has_valid else None)
     (params, _, _, best_params), (losses, valid_all) = jax.lax.scan(
-        body, init, (jnp.arange(num_steps), step_keys))
+        body, init, (jnp.arange(num_steps), step_keys, schedule))
     if not has_valid:
         return params, losses, jnp.zeros((0,), losses.dtype)
     evals = np.asarray([s for s in range(num_steps) if (s + 1) % eval_every == 0 or s == num_steps - 1])

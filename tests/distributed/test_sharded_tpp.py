@@ -82,3 +82,64 @@ def test_simulation_shards_sequences_through_out_shardings():
     ref, _ = sim(jax.random.key(3))
     np.testing.assert_allclose(np.asarray(batch.times), np.asarray(ref.times), rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(batch.mask), np.asarray(ref.mask))
+
+
+TRAIN_BATCH = 8  # 2 sequences of each device's block of 8 in every step
+
+
+@pytest.mark.slow
+def test_train_draws_device_local_minibatches():
+    """``tpp.train(..., mesh=)``: each device draws its minibatch rows from its own block of sequences (a
+    stratified schedule), the loss history equals one-device steps over that schedule, no sequence moves
+    between devices (no all-gather in the compiled fit) and the memory per device shrinks; without mesh=
+    a batch placed on the mesh is fitted the same way."""
+    import equinox as eqx
+    import optax
+
+    from jaxcore._util.minibatch import minibatch_schedule
+    from jaxcore.tpp.njdtpp import _train_loss
+
+    model, batch, key = tpp.NJDTPP(2, key=jax.random.key(0), width=8, depth=1), _batch(), jax.random.key(5)
+    opt, steps = optax.sgd(0.05), 3
+    fit = lambda m, b: tpp.train(key, model, b, num_steps=steps, batch_size=TRAIN_BATCH, optimizer=opt,  # noqa: E731
+                                 num_substeps=2, stochastic=False, mesh=m)
+    def run(m, b):  # the arrays of the result: losses and the trained parameters
+        r = fit(m, b)
+        return r.losses, eqx.filter(r.model, eqx.is_inexact_array)
+
+    compiled, arrays = S.compile_on(lambda b: run(S.mesh(), b), (batch,), S.mesh(), B, (True,))
+    losses, trained = compiled(*arrays)
+    # the schedule: every step 2 rows from each device's block of 8, each row once per 4 steps
+    schedule = np.asarray(minibatch_schedule(jax.random.fold_in(jax.random.split(key, steps + 1)[steps], 1), B,
+                                             TRAIN_BATCH, steps, S.NUM_DEVICES))
+    np.testing.assert_array_equal(schedule // (B // S.NUM_DEVICES),
+                                  np.repeat(np.arange(S.NUM_DEVICES), 2)[None].repeat(steps, 0))
+    # one-device optimizer steps on exactly those rows
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+    state = opt.init(params)
+    for s, rows in enumerate(schedule):
+        sub = tpp.EventBatch(batch.times[rows], batch.marks[rows], batch.mask[rows], batch.T[rows], batch.num_marks)
+        loss, g = jax.value_and_grad(_train_loss)(params, static, sub, None, 2, "window", False)
+        np.testing.assert_allclose(float(losses[s]), float(loss), rtol=1e-5)
+        updates, state = opt.update(g, state, params)
+        params = optax.apply_updates(params, updates)
+    for a, b in zip(jax.tree.leaves(trained), jax.tree.leaves(params), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+    hlo = compiled.as_text()
+    S.assert_no_batch_gather(hlo, TRAIN_BATCH)
+    S.assert_no_batch_gather(hlo, B)
+    assert not [c for c in S.collectives(hlo) if c.op.startswith("all-gather")]
+    compiled_one, _ = S.compile_on(lambda b: run(S.mesh(1), b), (batch,), S.mesh(1), B, (True,))
+    S.assert_memory_shrinks(compiled_one, compiled, max_ratio=0.6)
+    # the split read from the batch's placement: the same history as with mesh=
+    inferred = tpp.train(key, model, S.place(batch, S.mesh(), B), num_steps=steps, batch_size=TRAIN_BATCH,
+                         optimizer=opt, num_substeps=2, stochastic=False)
+    np.testing.assert_allclose(np.asarray(inferred.losses), np.asarray(losses), rtol=1e-6)
+
+
+def test_train_refuses_a_mesh_that_does_not_divide_the_sequences():
+    model, batch = tpp.NJDTPP(2, key=jax.random.key(0), width=4, depth=0), _batch()
+    with pytest.raises(ValueError, match="mesh"):
+        tpp.train(jax.random.key(1), model, batch, num_steps=1, batch_size=6, mesh=S.mesh())
+    with pytest.raises(TypeError, match="mesh"):
+        tpp.train(jax.random.key(1), model, batch, num_steps=1, batch_size=8, mesh="batch")
