@@ -33,6 +33,7 @@ FUZZ_TABLE = {
     "nll_per_event": "log_likelihood/num_events dtype x values, shapes",
     "predict_next": "horizon values, num_grid, method", "prediction_scores": "pred/batch types",
     "sample_next": "horizon values, num_grid (test_metrics: num_samples, key)",
+    "generate": "not fuzzed (test_metrics: num_events, the jump-diffusion path)",
     "evaluate": "horizon, num_samples, num_grid, key", "fit_mle": "num_steps, model type, batch type",
     "train": "num_steps, batch_size, key, model type", "save_checkpoint": "model type",
     "load_checkpoint": "a file that is not a checkpoint", "event_batches": "name (unknown, None, int)",

@@ -173,3 +173,34 @@ def test_sample_next_poisson_gaps_are_exponential():
         sample_next(jax.random.key(2), Poisson(2.0).jump_diffusion(), batch, horizon=1.0, num_samples=0)
     with pytest.raises(TypeError, match="key: expected"):
         sample_next(0, Poisson(2.0).jump_diffusion(), batch, horizon=1.0)
+
+
+@pytest.mark.slow
+def test_generate_continues_a_hawkes_process_with_its_jumps():
+    """From empty histories, generate's events of Hawkes(0.2, 0.8, 1) through its exact flow: the mean count on
+    [0, 20] is the closed form m T + (mu - m)(1 - e^{-cT}) / c (c = beta - alpha, m = beta mu / c) within 5 SE,
+    which needs every jump; Poisson's generated gaps are Exp(rate)."""
+    from jaxcore.tpp import generate
+
+    mu, a, b, Tw = 0.2, 0.8, 1.0, 20.0
+    empty = EventBatch.from_sequences([[]] * 400, T=1.0, max_events=1)
+    g = generate(jax.random.key(3), Hawkes(mu, a, b).jump_diffusion(), empty, num_events=64, horizon=50.0,
+                 method="exact")
+    t = np.asarray(g.time, np.float64)
+    assert np.all(np.diff(t, axis=1) >= 0) and bool(jnp.all(g.accepted[:, :10]))
+    counts = np.sum((t <= Tw) & np.asarray(g.accepted), axis=1)
+    c = b - a
+    m = b * mu / c
+    expected = m * Tw + (mu - m) * (1 - np.exp(-c * Tw)) / c
+    assert abs(counts.mean() - expected) < 5 * counts.std() / np.sqrt(len(counts)), (counts.mean(), expected)
+    hist = EventBatch.from_sequences([[0.5, 1.0]] * 200, T=1.0)
+    p = generate(jax.random.key(4), Poisson(2.0).jump_diffusion(), hist, num_events=5, horizon=20.0, method="exact")
+    gaps = np.diff(np.concatenate([np.full((200, 1), 1.0), np.asarray(p.time, np.float64)], 1), axis=1).ravel()
+    assert stats.kstest(gaps, stats.expon(scale=0.5).cdf).pvalue > 1e-3
+    from jaxcore.tpp import NJDTPP
+
+    nj = generate(jax.random.key(5), NJDTPP(2, key=jax.random.key(6), width=8), EventBatch.from_sequences(
+        [[0.4, 1.1], [0.8]], [[0, 1], [1]], T=2.0, num_marks=2), num_events=6, horizon=30.0)
+    assert np.all(np.diff(np.asarray(nj.time), axis=1) > 0) and bool(jnp.all(nj.time[:, 0] > jnp.array([1.1, 0.8])))
+    with pytest.raises(ValueError, match="num_events: expected"):
+        generate(jax.random.key(4), Poisson(2.0).jump_diffusion(), hist, num_events=0, horizon=1.0)
