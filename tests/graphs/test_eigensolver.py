@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxcore.graphs import laplacian_matvec, sbm_graph, smallest_eigenpairs, spectral_clustering
+from jaxcore.graphs import from_edges, laplacian_matvec, sbm_graph, smallest_eigenpairs, spectral_clustering
 from sklearn.metrics import adjusted_rand_score
 
 G, TRUTH = sbm_graph(jax.random.key(0), [20, 20, 20], 0.5, 0.02)
@@ -94,3 +94,19 @@ def test_eigenpair_inside_the_bulk():
     r = smallest_eigenpairs(jax.random.key(0), g, 6)
     assert bool(r.converged)
     np.testing.assert_allclose(np.asarray(r.eigenvalues), np.linalg.eigh(_lsym(g))[0][:6], atol=1e-4)
+
+
+def test_ring_closed_form():
+    # the n-cycle: L_sym eigenvalues 1 - cos(2 pi j / n), each j > 0 twice, with tiny gaps at the bottom; n even:
+    # bipartite, so M's spectrum reaches -1 and the bottom-bounding Lanczos column must report it
+    n = 120
+    g = from_edges(np.arange(n), (np.arange(n) + 1) % n)
+    r = smallest_eigenpairs(jax.random.key(0), g, 5, max_iterations=400)
+    ref = np.sort(1 - np.cos(2 * np.pi * np.r_[0, 1, 1, 2, 2] / n))
+    assert bool(r.converged)
+    np.testing.assert_allclose(np.asarray(r.eigenvalues), ref, atol=1e-5)
+    x = np.asarray(r.eigenvectors, np.float64)[:n]
+    lx = x - 0.5 * (np.roll(x, 1, axis=0) + np.roll(x, -1, axis=0))
+    np.testing.assert_allclose(np.linalg.norm(lx - x * np.asarray(r.eigenvalues), axis=0), r.residual_norms,
+                               atol=2e-5)
+    np.testing.assert_allclose(x.T @ x, np.eye(5), atol=1e-4)
