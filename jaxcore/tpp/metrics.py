@@ -331,25 +331,32 @@ def sample_next(key: PRNGKeyArray, dynamics: JumpDiffusion, batch: EventBatch, *
         >>> s.time.shape, bool(s.accepted.all())
         ((1, 3, 16), True)
     """
+    args, G = _draw_args(key, dynamics, batch, horizon, num_grid, num_substeps, convention, method)
+    S = check_int(num_samples, "num_samples", minimum=1)
+    return _sample_next_run(args, key, jnp.asarray(horizon, batch.times.dtype), G, S)
+
+
+def _draw_args(key, dynamics, batch, horizon, num_grid, num_substeps, convention, method):
+    """The checks shared by :func:`sample_next` and :func:`generate`: ``(solver arguments, num_grid)``."""
     check_key(key)
     if method not in ("scan", "exact"):
         raise ValueError(expected("method", "'scan' or 'exact'", method))
     if is_concrete(horizon):
         check_scalar(horizon, "horizon", positive=True)
     G = check_int(num_grid, "num_grid", minimum=1)
-    S = check_int(num_samples, "num_samples", minimum=1)
-    args = _solve_args(dynamics, batch, None, method, num_substeps, convention)
-    return _sample_next_run(args, key, jnp.asarray(horizon, batch.times.dtype), G, S)
+    return _solve_args(dynamics, batch, None, method, num_substeps, convention), G
+
+
+def _draw_setup(args, horizon, G):
+    dynamics, batch, method = args[0], args[1], args[3]
+    dtype = batch.times.dtype
+    return dynamics, batch, method, _solve_batch(*args), dtype, jnp.asarray(horizon, dtype) / G, jnp.finfo(dtype).tiny
 
 
 def _sample_next_impl(args, key, horizon, G, S):
     from .neural import NextEventSamples
 
-    dynamics, batch, method = args[0], args[1], args[3]
-    res = _solve_batch(*args)
-    dtype = batch.times.dtype
-    h = jnp.asarray(horizon, dtype) / G
-    tiny = jnp.finfo(dtype).tiny
+    dynamics, batch, method, res, dtype, h, tiny = _draw_setup(args, horizon, G)
 
     def after_event(eta_pre, t, m, k):
         starts, ends, etas = _grid_path(dynamics, method, eta_pre + dynamics.jump(t, eta_pre)[:, m], t, h, G)
@@ -410,25 +417,15 @@ def generate(key: PRNGKeyArray, dynamics: JumpDiffusion, batch: EventBatch, *, n
         >>> g.time.shape, bool((g.time[0] > 1.0).all())
         ((1, 3), True)
     """
-    check_key(key)
-    if method not in ("scan", "exact"):
-        raise ValueError(expected("method", "'scan' or 'exact'", method))
-    if is_concrete(horizon):
-        check_scalar(horizon, "horizon", positive=True)
-    G = check_int(num_grid, "num_grid", minimum=1)
+    args, G = _draw_args(key, dynamics, batch, horizon, num_grid, num_substeps, convention, method)
     n = check_int(num_events, "num_events", minimum=1)
-    args = _solve_args(dynamics, batch, None, method, num_substeps, convention)
     return _generate_run(args, key, jnp.asarray(horizon, batch.times.dtype), G, n)
 
 
 def _generate_impl(args, key, horizon, G, n_new):
     from .neural import GeneratedEvents
 
-    dynamics, batch, method = args[0], args[1], args[3]
-    res = _solve_batch(*args)
-    dtype = batch.times.dtype
-    h = jnp.asarray(horizon, dtype) / G
-    tiny = jnp.finfo(dtype).tiny
+    dynamics, batch, method, res, dtype, h, tiny = _draw_setup(args, horizon, G)
 
     def one(eta_events, times, marks, mask, k):
         count = jnp.sum(mask)
