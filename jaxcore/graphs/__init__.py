@@ -39,7 +39,7 @@ from .graph import DynamicGraph, add_edges, capacity_bucket, empty_graph, from_e
 from .kmeans import KMeansResult, kmeans
 from .sparsifier import Sparsifier, sparsify, update_sparsifier
 from .spectral import SpectralResult, spectral_clustering
-from .streams import GraphStream, knn_edges, knn_stream, sbm_edges, sbm_graph, sbm_stream
+from .streams import GraphStream, knn_edges, knn_stream, sbm_edges, sbm_graph, sbm_merge_stream, sbm_stream
 
 __all__ = [
     "ClusteringState",
@@ -66,6 +66,7 @@ __all__ = [
     "query_contracted",
     "sbm_edges",
     "sbm_graph",
+    "sbm_merge_stream",
     "sbm_stream",
     "smallest_eigenpairs",
     "sparsify",

@@ -310,7 +310,10 @@ def _query(key: Array, cg: ContractedGraph, degree: Array, k: Array, kmax: int, 
            recontract: bool) -> tuple:
     s = cg.supernode_capacity
     w = cg.matrix
-    live = (jnp.arange(s) < cg.num_supernodes) & (jnp.sum(w, axis=1) > 0)
+    # a super-node all of whose vertices were pulled out is dead, whatever rounding its emptied row kept (the
+    # removals leave residues of +-1e-7 there, whose D^{-1/2} would blow up: a merge of two clusters did)
+    members = jax.ops.segment_sum((cg.assign >= 0).astype(jnp.int32), jnp.maximum(cg.assign, 0), num_segments=s)
+    live = (jnp.arange(s) < cg.num_supernodes) & (members > 0) & (jnp.sum(w, axis=1) > 0)
     k_eig, k_km = jax.random.split(key)
     vals, emb = _embedding(k_eig, w, live, k, kmax)
     res = _kmeans(k_km, emb, live.astype(w.dtype), None, jnp.asarray(1e-4, w.dtype), k, kmax, num_init, 300)
@@ -318,7 +321,7 @@ def _query(key: Array, cg: ContractedGraph, degree: Array, k: Array, kmax: int, 
     labels = jnp.where(cg.assign >= 0, z[jnp.maximum(cg.assign, 0)], -1)
     if recontract:
         # Z^T W Z with Z the [S, kmax] super-node -> cluster indicator: two thin matmuls
-        zh = ((z[:, None] == jnp.arange(kmax)[None, :]) & (jnp.arange(s) < cg.num_supernodes)[:, None])
+        zh = (z[:, None] == jnp.arange(kmax)[None, :]) & live[:, None]
         zh = zh.astype(w.dtype)
         small = zh.T @ (w @ zh)
         matrix = jnp.zeros_like(w).at[:kmax, :kmax].set(small)

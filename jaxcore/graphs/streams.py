@@ -2,7 +2,8 @@
 
 A :class:`GraphStream` is an initial edge list, then batches of inserted edges, with the true
 labels of the vertices present after each step. :func:`sbm_stream` grows an SBM by new clusters
-of new vertices (the paper's "new clusters" experiment, with new vertices); :func:`knn_stream`
+of new vertices (the paper's "new clusters" experiment, with new vertices); :func:`sbm_merge_stream`
+joins clusters pairwise by dense edges between them (the paper's "merging clusters"); :func:`knn_stream`
 grows the kNN graph of labelled points class by class (the paper's MNIST experiment). Edge
 sampling is exact (distinct pairs, a binomial count per block pair) with NumPy, seeded from the
 JAX key.
@@ -27,7 +28,7 @@ from jaxcore._util import check_int, check_key, check_scalar, expected
 
 from .graph import DynamicGraph, from_edges
 
-__all__ = ["GraphStream", "knn_edges", "knn_stream", "sbm_edges", "sbm_graph", "sbm_stream"]
+__all__ = ["GraphStream", "knn_edges", "knn_stream", "sbm_edges", "sbm_graph", "sbm_merge_stream", "sbm_stream"]
 
 
 class GraphStream(NamedTuple):
@@ -206,6 +207,78 @@ def sbm_stream(key: Any, sizes: Sequence[int], p: float, q: float, new_sizes: Se
         lab = np.concatenate([lab, np.full(size, lab.max() + 1, np.int32)])
         truth.append(lab)
         n += size
+    return GraphStream(src, dst, tuple(batches), tuple(truth))
+
+
+def _check_merge(pair: Any, labels: np.ndarray, step: int) -> tuple[int, int]:
+    name = f"merges[{step}]"
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        raise TypeError(expected(name, "a pair (a, b) of cluster labels", type(pair).__name__, raw=True))
+    a, b = (check_int(c, name) for c in pair)
+    present = np.unique(labels)
+    if a == b or a not in present or b not in present:
+        raise ValueError(expected(name, f"two different clusters present at step {step + 1} "
+                                        f"({present.tolist()})", (a, b)))
+    return a, b
+
+
+def sbm_merge_stream(key: Any, sizes: Sequence[int], p: float, q: float, merges: Sequence[tuple[int, int]],
+                     r: float = 0.95, s: float = 0.0) -> GraphStream:
+    """An SBM whose clusters merge: step t joins clusters ``merges[t] = (a, b)`` into one (label ``a``).
+
+    The paper's "merging clusters" experiment: each step inserts every pair between the two clusters
+    as an edge with probability ``r``, plus Erdos-Renyi noise (each vertex pair with probability ``s``;
+    a noise pair that is already an edge becomes a parallel edge, whose weights add). No vertices
+    arrive; the number of clusters falls by one per step.
+
+    Args:
+        key: a ``jax.random.key``.
+        sizes: initial cluster sizes (labels ``0 .. len(sizes) - 1``, vertices numbered block by block).
+        p, q: within- and between-cluster probabilities of the initial graph.
+        merges: ``(a, b)`` label pairs, one per step; both clusters must be present at that step (a
+            cluster merged away earlier carries the label it was merged into).
+        r: probability of each pair between the two merging clusters (in [0, 1]).
+        s: per-step noise probability of every vertex pair (in [0, 1]).
+
+    Returns:
+        :class:`GraphStream` with ``len(merges)`` batches; ``labels[t]`` has ``b`` relabelled ``a``.
+
+    Raises:
+        TypeError: a key that is not a PRNG key; a merge that is not a pair of ints.
+        ValueError: as :func:`sbm_edges`; ``r`` or ``s`` outside [0, 1]; a merge of a cluster with
+            itself or of a label not present.
+
+    References:
+        S. Laenen, H. Sun, ICML 2024, Section 5 (SBM with merging clusters; the reference code's
+        ``DynamicSBMGraphMerge``).
+
+    Examples:
+        >>> import jax
+        >>> st = sbm_merge_stream(jax.random.key(0), [20, 10, 10], 0.5, 0.01, [(1, 2)], r=0.9)
+        >>> st.num_clusters, bool((st.labels[1][20:] == 1).all()), st.batches[0][0].size > 70
+        ([3, 2], True, True)
+    """
+    key = check_key(key)
+    r = check_scalar(r, "r", low=0.0, high=1.0)
+    s = check_scalar(s, "s", low=0.0, high=1.0)
+    if isinstance(merges, (tuple, list)) and len(merges) == 2 and all(isinstance(c, (int, np.integer)) for c in merges):
+        raise TypeError(expected("merges", "a sequence of (a, b) pairs", "a single pair", raw=True))
+    k0, k1 = jax.random.split(key)
+    src, dst, labels = sbm_edges(k0, sizes, p, q)
+    rng = _rng(k1)
+    n, lab = int(labels.size), labels
+    batches, truth = [], [labels]
+    for t, pair in enumerate(merges):
+        a, b = _check_merge(pair, lab, t)
+        va, vb = np.flatnonzero(lab == a), np.flatnonzero(lab == b)
+        i, j = _block_pairs(rng, va.size, vb.size, r, False)
+        u, w = _block_pairs(rng, n, n, s, True)
+        bs = np.concatenate([va[i], u]).astype(np.int32)
+        bd = np.concatenate([vb[j], w]).astype(np.int32)
+        perm = rng.permutation(bs.size)
+        batches.append((bs[perm], bd[perm]))
+        lab = np.where(lab == b, a, lab).astype(np.int32)
+        truth.append(lab)
     return GraphStream(src, dst, tuple(batches), tuple(truth))
 
 
