@@ -5,24 +5,26 @@ Speed (each against what a user would run, timed interleaved):
 - ``graphs.query``: a query of the dynamic algorithm at the end of an SBM stream (the contracted
   graph's embedding: Chebyshev-filtered subspace iteration on the dense super-node matrix, as
   ``[S, S] x [S, b]`` matmuls, residual-checked, dense eigh only where it does not converge; then
-  vmapped k-means and the label map), against full spectral clustering of the same graph with scipy
+  k-means restarts and the label map), against full spectral clustering of the same graph with scipy
   ``eigsh`` + scikit-learn ``KMeans`` and with scikit-learn ``SpectralClustering``; agreement: ARI
   between the labelings >= 0.98. Target >= 10x.
 - ``graphs.eigensolver``: the k smallest eigenpairs of L_sym (Chebyshev-filtered subspace
-  iteration: the first filter of degree 6 on a random block, later degrees from the Ritz values;
-  Gram-Schmidt orthonormalisation; the mat-vec on the degree-sorted adjacency table in row blocks
-  that stop at their own largest degree), residual-checked, against scipy ``eigsh(which="SM")``.
-  Target >= 1x. At the default size it converges in 2 iterations and about 15 block mat-vecs of
-  16 columns (about 240 vector mat-vecs where ARPACK needs 69 single ones); one block mat-vec
-  (1.7 ms) costs about what scipy's CSR product of the same 16 columns does (2.3 ms) and 2.4
-  single CSR mat-vecs (0.7 ms), so the floor of this method on this CPU is about 15 x 1.7 ms + the
-  per-solve sort and table build (about 4 ms) + orthonormalisation, near ARPACK's time: measured
-  under load the ratio ran 0.66x to 1.5x from run to run (eigsh itself 30 to 180 ms).
-- ``graphs.kmeans``: 10 vmapped k-means++ restarts (inverse-CDF candidate draws; Lloyd steps with a
-  one-hot matmul centre update and scikit-learn's stopping rule) against scikit-learn
-  ``KMeans(n_init=10)``; agreement: inertia within 1%. Target >= 1.5x. The vmapped Lloyd loop runs
-  until its slowest restart stops (7 steps where most need 3, at the default size); measured under
-  load 1.2x to 1.4x at n = 10,000 (3x to 5x at the quick size).
+  iteration: the first filter of degree 5 on a random block, later degrees from the Ritz values
+  and the interval [low, cut], ``low`` the bottom of the spectrum bounded by a Lanczos column that
+  rides along in every mat-vec; Cholesky QR twice, Gram-Schmidt where the block does not factor;
+  the mat-vec on the degree-sorted adjacency table in row blocks that stop at their own largest
+  degree, D^-1/2 applied to the vectors), residual-checked, against scipy ``eigsh(which="SM")``.
+  Target >= 1x. At the default size: 2 iterations, 12 block mat-vecs of 16 columns (14 with the
+  filter on [-1, cut]); ARPACK needs 69 single ones. Interleaved under load (load average 7-8):
+  62 ms vs 90 ms for the previous version, scipy eigsh 47 ms; the previous version ran 1.08x
+  eigsh in the last idle bare run. A block Lanczos (thick restart, full reorthogonalisation) needed
+  8 steps of 8 columns but ran slower on this CPU (57 vs 42 ms): its reorthogonalisation and
+  per-step eigh cost more than a block mat-vec.
+- ``graphs.kmeans``: 10 k-means++ restarts, seeds drawn together under vmap (inverse-CDF candidate
+  draws), then the Lloyd runs one after another, each to its own stop (one-hot matmul centre
+  update, scikit-learn's stopping rule), against scikit-learn ``KMeans(n_init=10)``; agreement:
+  inertia within 1%. Target >= 1.5x. The vmapped Lloyd loop ran until its slowest restart stopped
+  (7 steps where most need 3): 47 ms vs 26 ms now at n = 10,000 (interleaved, under load).
 
 Quality:
 
@@ -36,6 +38,11 @@ Quality:
   5 x 3,600 + 8 x 250 ran past 10 minutes). C = 5 as in the reference's SBM experiments.
   The speed rows use the end of the same stream. The paper's 5 x 20,000 (+ 20 x 500) at p = 0.1
   has ~1e8 edges and goes in the full configuration.
+- ``graphs.sbm_merge``: the paper's merging-clusters experiment, scaled: an SBM of 2 x 1,600 + 6 x
+  200 vertices (p = 0.045, q = 3e-4) whose small clusters merge pairwise, one merge a step (each
+  pair between them an edge with probability r = 0.3, plus noise edges s = 4.5e-5), k = 8 -> 5.
+  The merged vertices' degrees triple, so the dynamic algorithm pulls them out of their super-nodes.
+  The paper's sizes (5 x 20,000 + 20 x 500, r = 0.95, s = 1e-6, ten merges) are in full.yaml.
 - ``graphs.mnist_stream``: the same on the kNN graph of real MNIST digits growing class by class
   (4 classes first, then one at a time in batches), C = 1 as in the reference's kNN experiments.
 - ``graphs.scaling``: time per update (a batch of B edges) and per query vs n at fixed average
@@ -436,7 +443,7 @@ register(SpeedBenchmark(
                  note="sklearn SpectralClustering(affinity='precomputed') on the full adjacency"),
     ],
     check=_labels_check, target={"scipy+sklearn": 10.0},
-    description="dynamic query (contracted-graph eigensolve + vmapped k-means + label map) at the end of an SBM stream",
+    description="dynamic query (contracted-graph eigensolve + k-means restarts + label map) at the end of an SBM stream",
 ))
 
 
@@ -507,5 +514,5 @@ register(SpeedBenchmark(
     sizes=[{"n": 10000, "k": 8}], quick_sizes=[{"n": 2000, "k": 5}],
     baselines=[Baseline("sklearn", _sk_kmeans, requires=("sklearn",), note="KMeans(n_init=10, algorithm='lloyd')")],
     check=_km_check, target={"sklearn": 1.5},
-    description="k-means, 10 k-means++ restarts vmapped, on a spectral-embedding-sized point set",
+    description="k-means, 10 k-means++ restarts (seeds vmapped, Lloyd runs each to its own stop), spectral-embedding-sized points",
 ))

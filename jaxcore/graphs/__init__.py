@@ -4,7 +4,7 @@ A :class:`DynamicGraph` holds an undirected graph in padded buffers whose capaci
 grows (:func:`add_edges` inserts a batch of edges and new vertices). The dynamic algorithm keeps a
 cluster-preserving sparsifier (:func:`sparsify`, :func:`update_sparsifier`) and a contracted graph
 of the last clustering (:func:`contract`, :func:`update_contracted`); a query is an eigensolve on the
-small contracted graph plus vmapped k-means (:func:`query_contracted`). :func:`init_clustering`,
+small contracted graph plus k-means restarts (:func:`query_contracted`). :func:`init_clustering`,
 :func:`update_clustering` and :func:`query_clustering` run the three together. The full-graph path
 is :func:`spectral_clustering` (the residual-checked eigensolver :func:`smallest_eigenpairs`, then
 :func:`kmeans`). Random functions take ``key`` first.

@@ -9,7 +9,7 @@ to its own row. Both need only the batch and the moved vertices' adjacency rows,
 all edges. A query takes the k smallest eigenvectors of the contracted normalised Laplacian (``S``
 is about k plus the vertices inserted since the last query: dense ``eigh`` up to 128 super-node
 slots, above that Chebyshev-filtered subspace iteration on the dense matrix, residual-checked, with
-dense ``eigh`` where it does not converge), runs vmapped k-means on the super-nodes and maps labels
+dense ``eigh`` where it does not converge), runs k-means restarts on the super-nodes and maps labels
 back to vertices; it then re-contracts by the new clustering,
 ``Z^T (Y^T A_c Y) Z = (Y Z)^T A_c (Y Z)`` (``Z``: super-nodes to clusters, two ``[S, S] x [S, k]``
 matmuls), so the next query is small again.
@@ -333,7 +333,7 @@ def _query(key: Array, cg: ContractedGraph, degree: Array, k: Array, kmax: int, 
 
 def query_contracted(key: Any, contracted: ContractedGraph, graph: DynamicGraph, num_clusters: int, *,
                      num_init: int = 10, recontract: bool = True) -> ContractedQueryResult:
-    """Cluster the vertices through the contracted graph: its eigenvectors, vmapped k-means, label map.
+    """Cluster the vertices through the contracted graph: its eigenvectors, k-means restarts, label map.
 
     The embedding is the k eigenvectors of ``L = I - D^{-1/2} W D^{-1/2}`` (W the super-node matrix)
     with the smallest eigenvalues; super-nodes of degree 0 and padding are excluded. Up to 128

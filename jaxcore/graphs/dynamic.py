@@ -146,7 +146,7 @@ def update_clustering(key: Any, state: ClusteringState, src: Any, dst: Any, weig
 
 def query_clustering(key: Any, state: ClusteringState, num_clusters: int, *, num_init: int = 10,
                      recontract: bool = True) -> QueryResult:
-    """Cluster all vertices through the contracted graph (its eigenvectors, vmapped k-means, label map).
+    """Cluster all vertices through the contracted graph (its eigenvectors, k-means restarts, label map).
 
     Args:
         key: a ``jax.random.key`` (k-means++ restarts).

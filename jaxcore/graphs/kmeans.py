@@ -1,12 +1,13 @@
-"""Weighted k-means (Lloyd's algorithm) with greedy k-means++ starts, the restarts vmapped.
+"""Weighted k-means (Lloyd's algorithm) with greedy k-means++ starts: seeds vmapped, Lloyd runs one by one.
 
 Minimises the inertia ``sum_i w_i min_j ||x_i - c_j||^2``. Each of ``num_init`` restarts draws
 greedy k-means++ centres (``2 + floor(log K)`` candidates per centre, K: k rounded up to a power of
 two, drawn by inverse-CDF sampling of the potential; the one that lowers the potential most is
 kept, as scikit-learn does), then runs Lloyd steps until the labels stop
 changing or the squared centre shift is at most ``tol`` times the mean per-feature variance
-(scikit-learn's rule); the restart with the least inertia wins. All restarts run at once under
-``vmap``. Points of weight 0 (padding) take no part. A cluster left empty keeps its centre.
+(scikit-learn's rule); the restart with the least inertia wins. The seeds of all restarts are drawn
+at once under ``vmap``; the Lloyd runs follow one another, each stopping at its own convergence.
+Points of weight 0 (padding) take no part. A cluster left empty keeps its centre.
 
 References:
     S. Lloyd. "Least squares quantization in PCM." IEEE Trans. Inf. Theory 28(2), 1982.
@@ -162,24 +163,32 @@ def _kmeans(key: Array | None, x: Array, w: Array, init: Array | None, tol: Arra
         labels, c, inertia, it = _lloyd(x, xx, w, init, k, tol_abs, max_iterations)
         return KMeansResult(labels, c, inertia, it)
 
-    def one(key: Array) -> tuple:
-        return _lloyd(x, xx, w, _kmeanspp(key, x, xx, w, kmax, k), k, tol_abs, max_iterations)
+    # the seeds of all restarts at once (a fixed number of steps each, so vmap wastes nothing), then the Lloyd
+    # runs one after another, each stopping at its own convergence: a vmapped while loop ran every restart until
+    # the slowest one stopped (7 steps where most need 3; 26 vs 47 ms for 10 restarts at n = 10,000, under load)
+    starts = jax.vmap(lambda kk: _kmeanspp(kk, x, xx, w, kmax, k))(jax.random.split(key, num_init))
 
-    labels, c, inertia, it = jax.vmap(one)(jax.random.split(key, num_init))
-    best = jnp.argmin(inertia)
-    return KMeansResult(labels[best], c[best], inertia[best], it[best])
+    def run(best: tuple, c0: Array) -> tuple[tuple, None]:
+        out = _lloyd(x, xx, w, c0, k, tol_abs, max_iterations)
+        better = out[2] < best[2]                      # the first restart of least inertia wins, as argmin
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), out, best), None
+
+    none = (jnp.zeros(x.shape[0], jnp.int32), starts[0], jnp.asarray(jnp.inf, x.dtype), jnp.zeros((), jnp.int32))
+    (labels, c, inertia, it), _ = jax.lax.scan(run, none, starts)
+    return KMeansResult(labels, c, inertia, it)
 
 
 def kmeans(key: Any, x: Float[Array, "N d"], num_clusters: int, *, weights: Any = None, num_init: int = 10,
            max_iterations: int = 300, tol: float = 1e-4, init: Any = None) -> KMeansResult:
-    """k-means of the rows of ``x``: ``num_init`` vmapped k-means++ restarts of Lloyd's algorithm, best kept.
+    """k-means of the rows of ``x``: ``num_init`` k-means++ restarts of Lloyd's algorithm, best kept.
 
     Args:
         key: a ``jax.random.key`` (ignored with ``init``; may then be ``None``).
         x: ``[N, d]`` finite points.
         num_clusters: k (int, ``1 <= k <=`` the number of points of positive weight).
         weights: ``[N]`` finite non-negative point weights (default 1; 0 excludes a point).
-        num_init: number of k-means++ restarts (int >= 1), run together under ``vmap``.
+        num_init: number of k-means++ restarts (int >= 1): seeds drawn together under ``vmap``, then the Lloyd
+            runs one after another, each to its own convergence.
         max_iterations: Lloyd step cap (int >= 1).
         tol: stop when the squared centre shift is ``<= tol * mean feature variance`` (float >= 0).
         init: ``[k, d]`` start centres: one deterministic run from them (scikit-learn's ``init=array``).

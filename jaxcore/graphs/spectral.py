@@ -1,4 +1,4 @@
-"""Spectral clustering of a whole graph: the validated sparse eigensolver, then vmapped k-means.
+"""Spectral clustering of a whole graph: the validated sparse eigensolver, then k-means restarts.
 
 The embedding is the k eigenvectors of ``L_sym`` with the smallest eigenvalues
 (:func:`~jaxcore.graphs.smallest_eigenpairs`, residual-checked); k-means with ``num_init`` vmapped
