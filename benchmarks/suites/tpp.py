@@ -66,6 +66,7 @@ from jaxcore.tpp import (
     THP,
     EventBatch,
     Hawkes,
+    NeuralTPP,
     Poisson,
     SelfCorrecting,
     SharedDecayHawkes,
@@ -710,6 +711,7 @@ def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lam
         e = evaluate(r.model, test, k_e, horizon=horizon, num_samples=16,
                      chunk_size=1024 if name == "AttNHP" else None)
         rows[name] = {"nll": float(e.nll), "rmse": float(e.rmse), "acc": float(e.accuracy), "ks": float(e.ks)}
+        dyns[name] = r.model
     if truth is not None:
         dyn = truth.jump_diffusion()
         rows["true model"], dyns["true model"] = _evaluate(dyn, test, horizon=horizon, substeps=sub), dyn
@@ -782,10 +784,10 @@ def run_synthetic(ctx):
                 metrics[f"tpp.synthetic.{slug}.{m.lower().replace(' ', '_').replace('-', '_')}.{k}"] = v
         # intensity of the first test sequence, true vs learned (drift-only path)
         grid = jnp.linspace(0.0, T, 800, dtype=test.times.dtype)
+        # and every neural baseline's learned intensity (its left limits, from the events strictly before t)
         paths[ds] = {"grid": np.asarray(grid), "events": np.asarray(test.times[0][test.mask[0]]),
-                     **{m: np.asarray(intensity_path(d, test.times[0], test.marks[0], test.mask[0], grid,
-                                                     method="exact" if d.has_flow() else "scan"))[:, 0]
-                        for m, d in dyns.items() if m in ("true model", "NJDTPP", best)}}
+                     **{m: _learned_intensity(d, test, grid) for m, d in dyns.items()
+                        if m in ("true model", "NJDTPP", best) or isinstance(d, NeuralTPP)}}
         gap = rows["NJDTPP"]["nll"] - rows[best]["nll"]
         metrics[f"tpp.synthetic.{slug}.njdtpp_minus_best_classical_nll"] = gap
         if ds != "Poisson":
@@ -851,6 +853,15 @@ def run_recovery(ctx):
                            "NJDTPP NLL (converged)", "gap", "SE", "within"],
                   rows=rows, note=note)
     return QualityResult(tables=[table], metrics=metrics, notes=notes)
+
+
+def _learned_intensity(model, test, grid):
+    """``lambda(t)`` of the first test sequence on ``grid`` (one type): a neural TPP's ``intensity``, a
+    jump-diffusion's drift path (exact flow where it has one)."""
+    if isinstance(model, NeuralTPP):
+        return np.asarray(model.intensity(test[:1], grid[None]))[0, :, 0]
+    return np.asarray(intensity_path(model, test.times[0], test.marks[0], test.mask[0], grid,
+                                     method="exact" if model.has_flow() else "scan"))[:, 0]
 
 
 def recovery_gap(model, truth, test, num_substeps=10):
