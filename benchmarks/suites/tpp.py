@@ -718,6 +718,26 @@ def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lam
     return rows, dyns
 
 
+def _fit_seeds(train, valid, test, key, p, **kw):
+    """:func:`_fit_all` over ``p["seeds"]`` training seeds (the data fixed; seed 0 is ``key`` itself): the rows'
+    means, their standard deviations over the seeds (None for one seed) and the first seed's fitted models."""
+    n = int(p.get("seeds", 1))
+    runs = [_fit_all(train, valid, test, key if s == 0 else jax.random.fold_in(key, 7919 + s), p, **kw)
+            for s in range(n)]
+    first, dyns = runs[0]
+    mean = {m: {k: float(np.mean([r[m][k] for r, _ in runs])) for k in first[m]} for m in first}
+    spread = None if n == 1 else {m: {k: float(np.std([r[m][k] for r, _ in runs], ddof=1)) for k in first[m]}
+                                  for m in first}
+    return mean, spread, dyns
+
+
+def _seeds_note(p):
+    n = int(p.get("seeds", 1))
+    return ("One training seed." if n == 1 else
+            f"Mean ± standard deviation over {n} training seeds (initialisation, minibatches, thinning draws; the "
+            "data fixed; the intensity figure shows the first seed).")
+
+
 def _neural_model(name, K, key, width, rate, train):
     """A neural baseline of width ``width`` initialised at the training set's rate."""
     if name == "RMTPP":
@@ -739,17 +759,20 @@ def _neural_model(name, K, key, width, rate, train):
     raise ValueError(f"neural: unknown model {name!r} (RMTPP, NHP, THP, SAHP, IFTPP, AttNHP)")
 
 
-def _table(title, rows_by_set, note, with_acc):
+def _table(title, rows_by_set, note, with_acc, spreads=None):
+    """The comparison table; with ``spreads`` (per set: None or each model's standard deviations over seeds) a
+    cell is ``(mean, std)``."""
     cols = ["data", "model", "test NLL/event", "next-time RMSE", "KS (time rescaling)"]
+    keys = ["nll", "rmse", "ks"]
     if with_acc:
         cols.insert(4, "type accuracy")
+        keys.insert(2, "acc")
     rows = []
     for ds, rows_m in rows_by_set.items():
+        sd = (spreads or {}).get(ds)
         for m, r in rows_m.items():
-            row = [ds, m, round(r["nll"], 4), round(r["rmse"], 4), round(r["ks"], 4)]
-            if with_acc:
-                row.insert(4, round(r["acc"], 4))
-            rows.append(row)
+            rows.append([ds, m] + [round(r[k], 4) if sd is None else (round(r[k], 4), round(sd[m][k], 4))
+                                   for k in keys])
     return Table(title=title, columns=cols, rows=rows, note=note)
 
 
@@ -761,7 +784,7 @@ def run_synthetic(ctx):
             "Self-correcting": (synthetic_self_correcting, SelfCorrecting(0.5, 0.2))}
     wanted = [x.strip().lower() for x in str(p["sets"]).split(",")]
     gens = {k: v for k, v in gens.items() if k.lower() in wanted}
-    rows_by_set, paths, metrics, notes = {}, {}, {}, []
+    rows_by_set, paths, metrics, notes, spreads = {}, {}, {}, [], {}
     key = ctx.key
     sets = {}
     for ds, (gen, truth) in gens.items():
@@ -775,7 +798,8 @@ def run_synthetic(ctx):
         ctx.progress(f"synthetic {ds}")
         data = data.trim(length)
         train, valid, test = data[:n_tr], data[n_tr:n_tr + n_va], data[n_tr + n_va:]
-        rows, dyns = _fit_all(train, valid, test, k_fit, p, include_sc=True, truth=truth, progress=ctx.progress)
+        rows, spreads[ds], dyns = _fit_seeds(train, valid, test, k_fit, p, include_sc=True, truth=truth,
+                                             progress=ctx.progress)
         rows_by_set[ds] = rows
         best = min((m for m in rows if m not in ("NJDTPP", "true model")), key=lambda m: rows[m]["nll"])
         slug = ds.lower().replace("-", "_")
@@ -803,9 +827,9 @@ def run_synthetic(ctx):
             f"{p['substeps']} exponential-scheme sub-steps per gap, NLL averaged over {p['eval_samples']} Brownian "
             f"paths; model selected on validation NLL. Neural baselines ({p['neural'] or 'none'}): width "
             f"{p['width']}, {p['neural_steps']} Adam steps alike, next event by thinning (16 draws). RMSE: mean of the predicted next-time density (drift only). "
-            "KS: pooled rescaled gaps vs Exp(1).")
+            "KS: pooled rescaled gaps vs Exp(1). " + _seeds_note(p))
     table = _table("Synthetic sets: test NLL per event, next-event RMSE and time-rescaling KS", rows_by_set, note,
-                   with_acc=False)
+                   with_acc=False, spreads=spreads)
     return QualityResult(tables=[table], figures=[fig], metrics=metrics, notes=notes)
 
 
@@ -899,7 +923,7 @@ def _intensity_figure(path, paths):
 
 def run_real(ctx):
     p = ctx.params
-    rows_by_set, metrics, notes = {}, {}, []
+    rows_by_set, metrics, notes, spreads = {}, {}, [], {}
     names = [s.strip() for s in str(p["datasets"]).split(",") if s.strip()]
     key = ctx.key
     units = {}
@@ -918,9 +942,9 @@ def run_real(ctx):
             notes.append(f"{ds}: first {max_train} of {s.train.num_sequences} training windows used "
                          "(max_train_sequences).")
         train, valid, test = train.trim(32), s.valid.trim(32), s.test.trim(32)
-        rows, _ = _fit_all(train, valid, test, k, p, include_sc=s.num_marks == 1,
-                           progress=ctx.progress)
         label = f"{ds} (K={s.num_marks})"
+        rows, spreads[label], _ = _fit_seeds(train, valid, test, k, p, include_sc=s.num_marks == 1,
+                                             progress=ctx.progress)
         rows_by_set[label] = rows
         units[ds] = s.unit
         for m, r in rows.items():
@@ -931,14 +955,14 @@ def run_real(ctx):
             "Android, iPhone, other); grasshopper = nitime's grasshopper spike trains. Streams cut into windows "
             "(" + "; ".join(f"{k}: {v}" for k, v in units.items()) + "), split 80/10/10 by interleaving "
             "(window i to test if i % 10 == 9, validation if i % 10 == 8). Models and metrics as in the "
-            "synthetic table; self-correcting is univariate (n/a for tweets). Data sets in this run: "
+            "synthetic table; self-correcting is univariate (n/a for tweets). " + _seeds_note(p) + " Data sets in this run: "
             + ", ".join(rows_by_set) + " (the default runs coal and tweets; configs/full.yaml all four).")
     table = _table("Real event data: test NLL per event, next-event RMSE, type accuracy and KS", rows_by_set, note,
-                   with_acc=True)
+                   with_acc=True, spreads=spreads)
     return QualityResult(tables=[table], metrics=metrics, notes=notes)
 
 
-_COMMON = {"mle_steps": 40, "width": 32, "batch_size": 16, "eval_samples": 1, "horizon_gaps": 8.0, "eval_substeps": 20,
+_COMMON = {"seeds": 1, "mle_steps": 40, "width": 32, "batch_size": 16, "eval_samples": 1, "horizon_gaps": 8.0, "eval_substeps": 20,
            "neural": "RMTPP,NHP,THP,SAHP,IFTPP", "neural_steps": 100}
 
 register(QualityBenchmark(
