@@ -84,8 +84,8 @@ SBM_QUICK = {"sizes": [400] * 3, "p": 0.1, "q": 2e-3, "new_sizes": [60] * 2, "p_
 # so the two share their compiled programs
 MERGE = {"sizes": [1600] * 2 + [200] * 6, "p": 0.045, "q": 3e-4, "merges": [[2, 3], [4, 5], [6, 7]], "r": 0.3,
          "noise": 4.5e-5, "sampling_constant": 5.0}
-MERGE_QUICK = {"sizes": [300] * 2 + [60] * 4, "p": 0.15, "q": 1e-3, "merges": [[2, 3], [4, 5]], "r": 0.5,
-               "noise": 5e-5, "sampling_constant": 5.0}
+MERGE_QUICK = {"sizes": [500] * 2 + [80] * 4, "p": 0.1, "q": 2e-3, "merges": [[2, 3], [4, 5]], "r": 0.15,
+               "noise": 5e-5, "sampling_constant": 5.0}   # graphs.sbm_stream's quick shapes
 
 
 # ----------------------------------------------------------------------------- helpers
