@@ -54,12 +54,16 @@ def _model(name: str, dtype: str):
 
 
 def _tokens(name, tok, vocab, batch, length, seed=0):
-    """``[batch, length]`` prompt ids: English prose (scikit-learn descriptions) for the real model."""
+    """``[batch, length]`` prompt ids: English prose (scikit-learn descriptions) for the real model.
+
+    The prose is about 3,500 tokens; a larger ``batch * length`` (the full configuration's 32 x 1,024)
+    reads it again from the start (``np.resize``'s cyclic repeat), so every row is still real text.
+    """
     if tok is None:
         return np.random.default_rng(seed).integers(3, vocab, size=(batch, length)).astype(np.int32)
     text = " ".join(english_prose())
-    ids = tok.encode(text)
-    return np.stack([ids[i * length: (i + 1) * length] for i in range(batch)]).astype(np.int32)
+    ids = np.asarray(tok.encode(text), np.int32)
+    return np.resize(ids, (batch, length)).astype(np.int32)
 
 
 def _weight_bytes(model) -> float:
