@@ -138,7 +138,9 @@ def test_train_draws_device_local_minibatches():
 
 
 def test_train_refuses_a_mesh_that_does_not_divide_the_sequences():
-    model, batch = tpp.NJDTPP(2, key=jax.random.key(0), width=4, depth=0), _batch()
+    # refused on the host before anything compiles: 4 sequences, a minibatch of 6 on 4 devices
+    model = tpp.NJDTPP(1, key=jax.random.key(0), width=4, depth=0)
+    batch = tpp.EventBatch.from_sequences([[0.5], [0.2, 0.9], [1.1], [0.3]], T=2.0)
     with pytest.raises(ValueError, match="mesh"):
         tpp.train(jax.random.key(1), model, batch, num_steps=1, batch_size=6, mesh=S.mesh())
     with pytest.raises(TypeError, match="mesh"):
