@@ -191,3 +191,29 @@ def pytest_collection_modifyitems(config, items):
         reason = KNOWN_DEEP_FUZZ_FINDINGS.get(item.nodeid)
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=f"known deep-fuzz finding: {reason}", strict=False))
+
+
+# Every compiled XLA:CPU program maps its code, and a pytest-xdist worker that runs hundreds of tests keeps
+# every program it compiled: past vm.max_map_count (65,530 on Linux) the next program's load fails and the
+# worker dies in XLA (a slow run lost a worker this way at about 65 k mappings, in the compilation cache's
+# deserialisation). After each test module, a worker above MAX_MAPPINGS drops JAX's compiled programs, as the
+# benchmark harness does between families (benchmarks.runner.release_compiled).
+MAX_MAPPINGS = 30_000
+
+
+def _memory_maps() -> int:
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:  # not Linux: no such limit to watch
+        return 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs_when_maps_run_high():
+    yield
+    if _memory_maps() > MAX_MAPPINGS:
+        import gc
+
+        jax.clear_caches()
+        gc.collect()
