@@ -284,7 +284,9 @@ def _reference_log_probs(reference, pairs, chunk_size):
 
 
 @eqx.filter_jit
-def _fit_jit(key, state, reference, pairs, optimizer, beta, num_steps, batch_size, progress, where):
+def _fit_jit(key, policy, reference, pairs, optimizer, beta, num_steps, batch_size, progress, where):
+    # the optimizer's state built inside the fit: eagerly, every distinct leaf shape compiles a program
+    state = DPOState(policy, optimizer.init(_trainable(policy)), jnp.zeros((), jnp.int32))
     n = pairs.tokens.shape[0]
     shards = 1 if where is None else where.num_shards
     batches = _minibatch_schedule(key, n, batch_size, num_steps, shards)
@@ -389,8 +391,7 @@ def fit_dpo(key, policy: lm.Llama, pairs: PreferencePairs, *, num_steps: int, ba
     b = check_scalar(beta, "beta", positive=True)
     progress = check_progress(progress)
     where = batch_mesh(mesh, pairs.tokens, pairs.num_pairs, batch_size, data_name="pairs")
-    state = dpo_init(policy, optimizer)
-    state, history, ref_lp = _fit_jit(key, state, reference, pairs, optimizer, b, num_steps, batch_size, progress,
+    state, history, ref_lp = _fit_jit(key, policy, reference, pairs, optimizer, b, num_steps, batch_size, progress,
                                       where)
     return DPOResult(state.policy, state, history, ref_lp)
 

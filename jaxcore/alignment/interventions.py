@@ -18,7 +18,9 @@ References:
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from jaxcore import lm
@@ -99,11 +101,19 @@ def scale_keys(model: lm.Llama, layers: Int[Array, " k"], indices: Int[Array, " 
     s = check_scalar(scale, "scale")
     f = model.config.hidden_dim
     blocks = list(model.layers)
-    for i in sorted(set(la.tolist())):
-        cols = f + ia[la == i]
+    la_h, ia_h = np.asarray(la), np.asarray(ia)
+    for i in sorted(set(la_h.tolist())):
+        cols = f + ia_h[la_h == i]
         w = blocks[i].w_gate_up
-        factor = jnp.ones(w.shape[1], jnp.float32).at[cols].set(s)
-        new_w = (w.astype(jnp.float32) * factor).astype(w.dtype) if s != 1.0 else w
+        if s == 1.0:
+            new_w = w
+        elif isinstance(w, jax.core.Tracer):
+            factor = jnp.ones(w.shape[1], jnp.float32).at[cols].set(s)
+            new_w = (w.astype(jnp.float32) * factor).astype(w.dtype)
+        else:  # on the host: eager jnp ops would compile a program each
+            w32 = np.array(w, np.float32)
+            w32[:, np.unique(cols)] *= np.float32(s)
+            new_w = jnp.asarray(w32.astype(np.dtype(w.dtype)))
         blocks[i] = lm.LlamaBlock(blocks[i].attn_norm, blocks[i].wqkv, blocks[i].wo, blocks[i].mlp_norm, new_w,
                                   blocks[i].w_down)
     return lm.Llama(model.config, model.embed, tuple(blocks), model.final_norm, model.head)

@@ -148,12 +148,17 @@ def sample_continuations(key, model: lm.Llama, prompt_tokens: Int[Array, "N P"],
         (2, 4, 5)
     """
     k = check_int(num_samples, "num_samples", minimum=1)
-    pt = jnp.repeat(jnp.asarray(prompt_tokens), k, axis=0)
-    pm = jnp.repeat(jnp.asarray(prompt_mask), k, axis=0)
+    # host-side repeats and reshapes of concrete arrays (an eager jnp op is a compiled program per shape)
+    xp = jnp if any(isinstance(a, jax.core.Tracer) for a in (prompt_tokens, prompt_mask)) else np
+    pt = xp.repeat(xp.asarray(prompt_tokens), k, axis=0)
+    pm = xp.repeat(xp.asarray(prompt_mask), k, axis=0)
     out = lm.generate(key, model, pt, pm, max_new_tokens=max_new_tokens, intervention=intervention,
                       temperature=temperature, top_k=top_k, eos_token_id=eos_token_id)
     n = int(np.shape(prompt_tokens)[0])
-    return Continuations(out.tokens.reshape(n, k, -1), out.mask.reshape(n, k, -1))
+    if isinstance(out.tokens, jax.core.Tracer):
+        return Continuations(out.tokens.reshape(n, k, -1), out.mask.reshape(n, k, -1))
+    return Continuations(jnp.asarray(np.asarray(out.tokens).reshape(n, k, -1)),
+                         jnp.asarray(np.asarray(out.mask).reshape(n, k, -1)))
 
 
 def score_continuations(scorer: Callable[[Sequence[str]], Any], tokenizer: lm.Tokenizer,
@@ -196,6 +201,21 @@ def _left_pad(ids: list[list[int]], length: int) -> tuple[np.ndarray, np.ndarray
         tokens[r, length - len(i):] = i
         mask[r, length - len(i):] = True
     return tokens, mask
+
+
+def _mean_hidden_blocks(model, tokens, mask, position_mask, block):
+    """:func:`mean_hidden` of ``[B, L]`` rows in calls of exactly ``block`` rows (the last one padded with
+    copies of row 0 and cut), as NumPy arrays: every call of the study has one batch shape, so one
+    compiled program serves the probe's features and the mechanism's sequences (each row's means do
+    not depend on the other rows)."""
+    n = tokens.shape[0]
+    num = -(-n // block)
+    pad = num * block - n
+    fill = lambda a: np.concatenate([a, np.repeat(a[:1], pad, axis=0)]) if pad else a  # noqa: E731
+    tokens, mask, position_mask = fill(tokens), fill(mask), fill(position_mask)
+    parts = [mean_hidden(model, tokens[i:i + block], mask[i:i + block], position_mask=position_mask[i:i + block])
+             for i in range(0, num * block, block)]
+    return tuple(np.concatenate([np.asarray(getattr(h, f)) for h in parts])[:n] for f in ("residual", "mlp"))
 
 
 def _auc(p, y):
@@ -325,26 +345,29 @@ def toxicity_study(key, model: lm.Llama, tokenizer: lm.Tokenizer, scorer: Callab
     labels = np.concatenate([scores.reshape(-1), np.asarray(scorer([tokenizer.decode(r[m]) for r, m in
                                                                      zip(pr_t, pr_m)]), np.float64),
                              np.asarray(scorer([f"{p} {w}" for p, w in word_texts]), np.float64)])
-    base_hidden = mean_hidden(model, feats_t, feats_m, position_mask=feats_p)
-    x = base_hidden.residual[:, -1]
+    block = 2 * n_train * g  # the mechanism's batch (both members of every pair): one mean_hidden program
+    base_residual, _ = _mean_hidden_blocks(model, feats_t, feats_m, feats_p, block)
+    x = base_residual[:, -1]
     # a quarter of the texts held out for the probe's AUC
     test = np.zeros(len(labels), bool)
     test[rng.choice(len(labels), size=len(labels) // 4, replace=False)] = True
-    probe = fit_probe(x[jnp.asarray(~test)], jnp.asarray(labels[~test], jnp.float32))
-    auc = _auc(np.asarray(x[jnp.asarray(test)] @ probe.weight + probe.bias), labels[test] > 0.5)
+    probe = fit_probe(jnp.asarray(x[~test]), jnp.asarray(labels[~test], jnp.float32))
+    w_probe, b_probe = np.asarray(probe.weight), np.asarray(probe.bias)
+    auc = _auc(x[test] @ w_probe + b_probe, labels[test] > 0.5)
     u = probe.direction
     if alpha is None:
-        proj = np.asarray(base_hidden.residual[:rows, -1] @ u)
+        proj = np.asarray(jnp.asarray(x[:rows]) @ u)
         alpha = float(2.0 * np.abs(proj).mean())
     alpha = check_scalar(alpha, "alpha")
 
     # 3. value vectors of the base model
     ranking = rank_value_vectors(model, u, top_k=top)
+    rank_layer, rank_index = np.asarray(ranking.layer).tolist(), np.asarray(ranking.index).tolist()
     word_pieces = [tokenizer.encode(" " + w) for w in word_list]
     single = float(np.mean([len(p) == 1 for p in word_pieces]))
 
     def readings(m):
-        vecs = jnp.stack([m.layers[int(li)].w_down[int(ii)] for li, ii in zip(ranking.layer, ranking.index)])
+        vecs = jnp.asarray(np.stack([np.asarray(m.layers[li].w_down)[ii] for li, ii in zip(rank_layer, rank_index)]))
         s = np.asarray(vocab_scores(m, vecs))
         toks = [[tokenizer.decode([int(t)]) for t in np.argsort(-row)[:8] if t < tokenizer.vocab_size] for row in s]
         wscore = np.stack([s[:, p].mean(axis=1) for p in word_pieces], axis=1)  # [k, W]
@@ -362,7 +385,7 @@ def toxicity_study(key, model: lm.Llama, tokenizer: lm.Tokenizer, scorer: Callab
     dpo = fit_dpo(keys[2], model, pairs, num_steps=num_steps, batch_size=batch_size, learning_rate=learning_rate,
                   beta=beta)
     aligned = dpo.policy
-    la, ia = ranking.layer[:n_un], ranking.index[:n_un]
+    la, ia = np.asarray(rank_layer[:n_un], np.int32), np.asarray(rank_index[:n_un], np.int32)
     _check_neurons(model, la, ia)
     unaligned = scale_keys(aligned, la, ia, scale)
     top_tokens["DPO"], top_words["DPO"] = readings(aligned)
@@ -386,13 +409,13 @@ def toxicity_study(key, model: lm.Llama, tokenizer: lm.Tokenizer, scorer: Callab
     seq_t = np.asarray(pairs.tokens).reshape(2 * n, -1)
     seq_m = np.asarray(pairs.mask).reshape(2 * n, -1)
     seq_p = np.asarray(pairs.loss_mask).reshape(2 * n, -1)
-    hid = {name: mean_hidden(m, seq_t, seq_m, position_mask=seq_p)
+    hid = {name: _mean_hidden_blocks(m, seq_t, seq_m, seq_p, block)
            for name, m in (("base", model), ("DPO", aligned), ("DPO un-aligned", unaligned))}
     key_acts = {}
-    for name, h in hid.items():
-        a = np.asarray(h.mlp[:, ranking.layer, ranking.index]).reshape(n, 2, top)
+    for name, (_, mlp) in hid.items():
+        a = mlp[:, rank_layer, rank_index].reshape(n, 2, top)
         key_acts[name] = np.stack([a[:, 1].mean(0), a[:, 0].mean(0)])  # row 0: rejected (toxic), 1: chosen
-    offset = np.asarray(jnp.mean(hid["DPO"].residual - hid["base"].residual, axis=0))  # [n + 1, d]
+    offset = np.mean(hid["DPO"][0] - hid["base"][0], axis=0)  # [n + 1, d]
     norm = np.linalg.norm(offset, axis=1)
     cos = offset @ np.asarray(u) / np.maximum(norm, 1e-30)
     change = value_vector_change(model, aligned, ranking.layer, ranking.index)

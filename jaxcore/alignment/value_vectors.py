@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
@@ -122,10 +123,15 @@ def rank_value_vectors(model: lm.Llama, direction: Float[Array, " d"], *, top_k:
         >>> int(r.layer[0]), int(r.index[0]), round(float(r.cosine[0]), 4)
         (1, 7, 1.0)
     """
-    vv = value_vectors(model)
     d = _direction(model, direction)
+    k = check_int(top_k, "top_k", minimum=1, maximum=model.config.num_layers * model.config.hidden_dim)
+    return _rank_jit(model, d, k)
+
+
+@eqx.filter_jit
+def _rank_jit(model, d, k):
+    vv = value_vectors(model)
     n, f, _ = vv.shape
-    k = check_int(top_k, "top_k", minimum=1, maximum=n * f)
     cos = _cosines(vv, d).reshape(-1)
     val, idx = jax.lax.top_k(cos, k)
     return ValueVectorRanking((idx // f).astype(jnp.int32), (idx % f).astype(jnp.int32), val)
@@ -247,6 +253,11 @@ def value_vector_change(before: lm.Llama, after: lm.Llama, layers: Int[Array, " 
     if before.config != after.config:
         raise ValueError(expected("after", "a Llama with the configuration of before", after.config, raw=True))
     la, ia = _check_neurons(before, layers, indices)
+    return _change_jit(before, after, la, ia)
+
+
+@eqx.filter_jit
+def _change_jit(before, after, la, ia):
     a, b = value_vectors(before)[la, ia], value_vectors(after)[la, ia]
     na, nb = jnp.linalg.norm(a, axis=1), jnp.linalg.norm(b, axis=1)
     return ValueVectorChange(jnp.sum(a * b, axis=1) / jnp.maximum(na * nb, 1e-30), nb / jnp.maximum(na, 1e-30))
