@@ -196,6 +196,29 @@ def _check_dirichlet_process_args(
     return key, alpha, num_measures, num_atoms, dtype, out_dtype
 
 
+# A sample of at most _MEASURE_BUCKET measures is drawn at that many and cut to its first n on the host, so
+# one compiled generator serves every n up to it (per base, number of atoms and dtype). The draws do not
+# change: the counter-based (partitionable) threefry keys each element by its index, so measure i's atoms
+# and weights are the same whatever the number of measures drawn (tests/ipm: bit-identical samples).
+_MEASURE_BUCKET = 256
+
+
+def _draw(program: Callable[[int], HierarchicalSample], n: int, *inputs: Any, base: Any = None) -> HierarchicalSample:
+    """``program(n)``, compiled for the bucket's n when ``n`` is below it and every input is concrete.
+
+    ``base``: the sampler of a program that draws all measures' atoms at once (``base(key, (n, N))``); it
+    is bucketed only when it is one of this module's, whose draws are element-wise (a user's sampler may
+    depend on the whole shape). ``None``: the atoms are drawn measure by measure.
+    """
+    if (n >= _MEASURE_BUCKET or not jax.config.jax_threefry_partitionable
+            or (base is not None and not isinstance(base, (_Uniform, _UniformMixture)))
+            or any(isinstance(a, jax.core.Tracer) for a in inputs)):
+        return program(n)
+    s = program(_MEASURE_BUCKET)
+    atoms, weights = np.asarray(s.atoms)[:n], np.asarray(s.weights)[:n]
+    return HierarchicalSample(jnp.asarray(atoms), jnp.asarray(weights), s.uniform)
+
+
 def _cast(s: HierarchicalSample, dtype: Any) -> HierarchicalSample:
     """Cast a sample drawn in float32 back to a half dtype (rows then sum to one within a few epsilons)."""
     if s.atoms.dtype == dtype:
@@ -261,7 +284,8 @@ def dirichlet_process_urn(
     """
     key, alpha, num_measures, num_atoms, dtype, out_dtype = _check_dirichlet_process_args(
         key, base, alpha, num_measures, num_atoms, dtype, "one")
-    return _cast(_urn_jit(key, alpha, base, num_measures, num_atoms, dtype), out_dtype)
+    return _cast(_draw(lambda n: _urn_jit(key, alpha, base, n, num_atoms, dtype), num_measures, key, alpha),
+                 out_dtype)
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))
@@ -303,7 +327,9 @@ def dirichlet_process_finite(
     """
     key, alpha, num_measures, num_atoms, dtype, out_dtype = _check_dirichlet_process_args(
         key, base, alpha, num_measures, num_atoms, dtype, "all")
-    return _cast(_finite_jit(key, alpha, base, num_measures, num_atoms, dtype), out_dtype)
+    return _cast(_draw(lambda n: _finite_jit(key, alpha, base, n, num_atoms, dtype), num_measures, key, alpha,
+                       base=base),
+                 out_dtype)
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))
@@ -349,7 +375,9 @@ def dirichlet_process_stick_breaking(
     """
     key, alpha, num_measures, num_atoms, dtype, out_dtype = _check_dirichlet_process_args(
         key, base, alpha, num_measures, num_atoms, dtype, "all")
-    return _cast(_stick_jit(key, alpha, base, num_measures, num_atoms, dtype), out_dtype)
+    return _cast(_draw(lambda n: _stick_jit(key, alpha, base, n, num_atoms, dtype), num_measures, key, alpha,
+                       base=base),
+                 out_dtype)
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))
@@ -424,7 +452,8 @@ def hierarchical_gaussian(
     log_scale_sd = check_scalar(log_scale_sd, "log_scale_sd", nonnegative=True)
     dtype, out_dtype = check_float_dtype(dtype)
     params = jnp.asarray([mean, mean_scale, scale, log_scale_sd], dtype)
-    return _cast(_gaussian_jit(key, params, num_measures, num_atoms, dim, dtype), out_dtype)
+    return _cast(_draw(lambda n: _gaussian_jit(key, params, n, num_atoms, dim, dtype), num_measures, key),
+                 out_dtype)
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4, 5))

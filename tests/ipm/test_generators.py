@@ -157,3 +157,31 @@ def test_second_call_with_same_shapes_does_not_recompile():
     size = generators_module._gaussian_jit._cache_size()
     hierarchical_gaussian(jax.random.key(1), 4, 3, mean=1.0, scale=0.5, dim=2)
     assert generators_module._gaussian_jit._cache_size() == size
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_one_program_serves_every_number_of_measures_up_to_the_bucket(gen):
+    from jaxcore.ipm import generators as generators_module
+
+    program = {dirichlet_process_urn: generators_module._urn_jit, dirichlet_process_finite: generators_module._finite_jit,
+               dirichlet_process_stick_breaking: generators_module._stick_jit}[gen]
+    key, base = jax.random.key(3), uniform_mixture_base([(-1.0, -0.75), (0.75, 1.0)], [0.5, 0.5])
+    big = gen(key, base, 1.5, 300, 7)             # above the bucket: drawn at its own n
+    size = program._cache_size()
+    samples = {n: gen(key, base, 1.5, n, 7) for n in (1, 5, 64, 256)}
+    assert program._cache_size() <= size + 1, gen.__name__  # the bucket's one program, not one per n
+    for n, s in samples.items():
+        assert s.atoms.shape == s.weights.shape == (n, 7) and s.uniform == (gen is dirichlet_process_urn)
+        # a measure's draws do not depend on how many are drawn: the first n of 300 are the sample of n
+        np.testing.assert_array_equal(np.asarray(s.atoms), np.asarray(big.atoms)[:n])
+        np.testing.assert_allclose(np.asarray(s.weights), np.asarray(big.weights)[:n], rtol=4e-7, atol=0)
+
+
+def test_a_user_base_drawn_for_all_measures_at_once_is_not_bucketed():
+    # a sampler whose draws depend on the whole shape (here: centred over all atoms) keeps its exact-n program
+    def centred(key, shape, dtype=jnp.float32):
+        u = jax.random.uniform(key, shape, dtype)
+        return u - jnp.mean(u) + 0.5
+
+    s = dirichlet_process_finite(jax.random.key(0), centred, 1.0, 3, 4)
+    np.testing.assert_allclose(float(jnp.mean(s.atoms)), 0.5, atol=1e-6)
