@@ -95,6 +95,29 @@ def test_hadamard_orthonormal_and_observation_decodes():
     np.testing.assert_allclose(np.asarray(zs[:, live:]), 0.0, atol=1e-5)  # padding carries no noise
 
 
+def test_rich_observation_equals_its_definition_on_the_same_normals():
+    """x = R (e_s + e_{S+h} + noise * eps) in float64 NumPy, eps the observation's own normals (key split as observe)."""
+    lock = make_lock(jax.random.key(3), horizon=12, noise=0.3)
+    S, live = lock.num_latent, lock.num_latent + 12 + 1
+    R = np.asarray(lock.rotation, np.float64)
+    for i, (s, h) in enumerate([(0, 0), (1, 5), (2, 12), (2, 0), (0, 11)]):
+        key = jax.random.key(10 + i)
+        x = np.asarray(observe(key, LockState(jnp.int32(s), jnp.int32(h)), lock), np.float64)
+        eps = np.asarray(jax.random.normal(key, (live,), lock.noise.dtype), np.float64)
+        z = np.zeros(lock.obs_dim)
+        z[s] += 1.0
+        z[S + h] += 1.0
+        z[:live] += 0.3 * eps
+        np.testing.assert_allclose(x, R @ z, rtol=0, atol=2e-6)
+    # the vmapped observation (as in a rollout) is the same function
+    st = LockState(jnp.array([0, 1, 2], jnp.int32), jnp.array([3, 0, 12], jnp.int32))
+    keys = jax.random.split(jax.random.key(4), 3)
+    xs = jax.vmap(lambda k, a, b: observe(k, LockState(a, b), lock))(keys, st.latent, st.level)
+    for j in range(3):
+        one = observe(keys[j], LockState(st.latent[j], st.level[j]), lock)
+        np.testing.assert_allclose(np.asarray(xs[j]), np.asarray(one), rtol=0, atol=1e-6)
+
+
 def test_tabular_observation_one_hot():
     lock = make_lock(jax.random.key(0), horizon=3, num_actions=2, tabular=True)
     xs = [np.asarray(observe(jax.random.key(0), LockState(jnp.int32(s), jnp.int32(h)), lock))
