@@ -218,6 +218,13 @@ def _mean_hidden_blocks(model, tokens, mask, position_mask, block):
     return tuple(np.concatenate([np.asarray(getattr(h, f)) for h in parts])[:n] for f in ("residual", "mlp"))
 
 
+@jax.jit
+def _study_keys(key):
+    """The study's 8 keys and the host generator's seed (drawn from the second key), in one program."""
+    keys = jax.random.split(key, 8)
+    return keys, jax.random.randint(keys[1], (), 0, 2**31 - 1)
+
+
 def _auc(p, y):
     pos, neg = p[y], p[~y]
     if not len(pos) or not len(neg):
@@ -298,7 +305,7 @@ def toxicity_study(key, model: lm.Llama, tokenizer: lm.Tokenizer, scorer: Callab
     prose = list(prose)
     if len(prose) < 4:
         raise ValueError(expected("prose", "at least 4 paragraphs", len(prose)))
-    keys = jax.random.split(key, 8)
+    keys, seed = _study_keys(key)
     eos = tokenizer.eos_token_id
     length = plen + new
 
@@ -325,7 +332,7 @@ def toxicity_study(key, model: lm.Llama, tokenizer: lm.Tokenizer, scorer: Callab
     samp_p = samp_m & (np.arange(length) >= plen)
     half = len(prose) // 2
     pr_t, pr_m = _left_pad([tokenizer.encode(p)[:length] for p in prose[:half]], length)
-    rng = np.random.default_rng(int(jax.random.randint(keys[1], (), 0, 2**31 - 1)))
+    rng = np.random.default_rng(int(seed))
     word_list = list(words)
     banned = {w.lower() for w in word_list}
     ordinary = sorted({w for p in prose for w in p.lower().split() if w.isalpha() and len(w) >= 4} - banned)
