@@ -305,7 +305,8 @@ def add_edges(graph: DynamicGraph, src: Any, dst: Any, weight: Any = None) -> Dy
 
 
 def from_edges(src: Any, dst: Any, weight: Any = None, num_vertices: int | None = None,
-               dtype: Any = None) -> DynamicGraph:
+               dtype: Any = None, *, vertex_capacity: int = 1, edge_capacity: int = 1,
+               width: int = 1) -> DynamicGraph:
     """A :class:`DynamicGraph` holding the given undirected edges (capacities: powers of two).
 
     Args:
@@ -313,6 +314,9 @@ def from_edges(src: Any, dst: Any, weight: Any = None, num_vertices: int | None 
         weight: ``[m]`` finite weights > 0 (default 1).
         num_vertices: the number of vertices (default ``max id + 1``; larger values add isolated vertices).
         dtype: float dtype of weights and degrees (default float32, float64 under ``jax_enable_x64``).
+        vertex_capacity, edge_capacity, width: slots to reserve at least (ints >= 1, rounded up to powers of
+            two as in :func:`empty_graph`; default: what the edges need). A stream that reserves its final
+            sizes keeps one set of buffer shapes, so its updates and queries compile once.
 
     Returns:
         The graph.
@@ -324,12 +328,18 @@ def from_edges(src: Any, dst: Any, weight: Any = None, num_vertices: int | None 
         >>> g = from_edges([0, 0], [1, 2], num_vertices=4)
         >>> int(g.num_vertices), int(g.count[0])
         (4, 2)
+        >>> g = from_edges([0, 0], [1, 2], vertex_capacity=1000, edge_capacity=5000)
+        >>> int(g.num_vertices), g.vertex_capacity, g.edge_capacity, g.width
+        (3, 1024, 8192, 8)
     """
     s, d, w = _edge_arrays(src, dst, weight)
     top = int(max(s.max(), d.max())) + 1 if s.size else 0
     n = top if num_vertices is None else check_int(num_vertices, "num_vertices", minimum=top)
-    width = int(np.bincount(np.concatenate([s, d]), minlength=1).max()) if s.size else 1
-    g = empty_graph(max(n, 1), max(s.size, 1), width, dtype)
+    need = int(np.bincount(np.concatenate([s, d]), minlength=1).max()) if s.size else 1
+    vertex_capacity = check_int(vertex_capacity, "vertex_capacity", minimum=1)
+    edge_capacity = check_int(edge_capacity, "edge_capacity", minimum=1)
+    width = check_int(width, "width", minimum=1)
+    g = empty_graph(max(n, vertex_capacity), max(s.size, edge_capacity), max(need, width), dtype)
     g = add_edges(g, s, d, w)
     if n > int(g.num_vertices):
         g = eqx.tree_at(lambda t: t.num_vertices, g, jnp.asarray(n, jnp.int32))

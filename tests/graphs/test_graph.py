@@ -53,6 +53,23 @@ def test_adjacency_dense_and_vertex_insertion():
     _check_table(g)
 
 
+
+def test_reserved_capacities_hold_the_same_graph_and_keep_their_shapes():
+    src, dst = [0, 1, 1, 3], [1, 2, 3, 4]
+    plain = from_edges(src, dst, num_vertices=6)
+    g = from_edges(src, dst, num_vertices=6, vertex_capacity=200, edge_capacity=300, width=20)
+    assert (g.vertex_capacity, g.edge_capacity, g.width) == (256, 512, 32)
+    assert (plain.vertex_capacity, plain.edge_capacity, plain.width) == (64, 64, 8)
+    assert int(g.num_vertices) == 6 and int(g.num_edges) == 4
+    np.testing.assert_array_equal(g.adjacency(), plain.adjacency())
+    _check_table(g)
+    grown = add_edges(g, np.arange(100, 150), np.arange(101, 151))   # inside the reservation: no resize
+    assert (grown.vertex_capacity, grown.edge_capacity, grown.width) == (256, 512, 32)
+    assert int(grown.num_vertices) == 151 and int(grown.num_edges) == 54
+    _check_table(grown)
+    with pytest.raises(ValueError, match="edge_capacity: expected"):
+        from_edges(src, dst, edge_capacity=0)
+
 def test_capacity_bucket():
     assert [capacity_bucket(n) for n in (0, 64, 65, 1000)] == [64, 64, 128, 1024]
 
