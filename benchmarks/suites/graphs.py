@@ -32,10 +32,12 @@ Quality:
   (jaxcore's and scipy + scikit-learn) on an SBM that grows by new clusters; time per update and
   per query. Default: 5 clusters x 1,000 vertices, p = 0.06, q = 1e-3 (average degree ~64, ~4 of
   it between clusters), then 3 new clusters of 250 new vertices (p_new = 0.3), n = 5,750 at the end.
-  Each step runs two full spectral clusterings beside the dynamic update and query, and compiles
-  again where a buffer outgrows its power-of-two bucket (edges past 262,144, k past 8): the default
-  stays inside one bucket of each, for about 90 s for the family cold on 2 cores (the earlier
-  5 x 3,600 + 8 x 250 ran past 10 minutes). C = 5 as in the reference's SBM experiments.
+  Each step runs two full spectral clusterings beside the dynamic update and query. Every stream
+  replay reserves G's buffers for the whole stream at step 0 (``from_edges(vertex_capacity=,
+  edge_capacity=, width=)``), so its steps share compiled programs; what still compiles again is the
+  contracted graph's super-node buffer when pulled-out vertices overflow it (64 -> 256 -> 512 on
+  this stream) and k past 8 (the earlier 5 x 3,600 + 8 x 250 ran past 10 minutes). C = 5 as in the
+  reference's SBM experiments.
   The speed rows use the end of the same stream. The paper's 5 x 20,000 (+ 20 x 500) at p = 0.1
   has ~1e8 edges and goes in the full configuration.
 - ``graphs.sbm_merge``: the paper's merging-clusters experiment, scaled: an SBM of 2 x 1,600 + 6 x
