@@ -260,7 +260,10 @@ def _frontier_run(ctx):
         points.setdefault(method, []).append((kl, reward))
 
     ctx.progress("base")
-    out0 = lm.generate(ek, model, ep, em, max_new_tokens=n_new)
+    # CD-Q at lambda = 0 is base sampling bit for bit with the same keys (z + 0 Q): the base row reuses the
+    # CD-Q rows' compiled program instead of compiling plain generation at the evaluation batch
+    out0 = lm.generate(ek, model, ep, em, max_new_tokens=n_new, processor=cd.CDQ(cd.combine([qa, qb], [1.0, 0.0]),
+                                                                                  0.0))
     r0 = float(rew_a(out0.tokens, out0.mask).mean())
     add("base", "-", r0, 0.0, "-")
     for lam in p["strengths"]:
