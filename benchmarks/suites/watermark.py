@@ -34,8 +34,8 @@ Quality:
   difference to no watermark with its Welch interval); detection rate at the exact binomial
   test's 1% level vs generation length, with the empirical false-positive rate on the
   unwatermarked generations; detection under random substitution eps in {0.1, 0.2, 0.3}. A figure.
-  Default: 8 prompts x 2 samples, 32 new tokens (six generations of 16 texts, three compiled
-  programs: about half of the family's default run on 2 cores; detection rates move in steps of
+  Default: 8 prompts x 2 samples, 32 new tokens (six generations of 16 texts, two compiled
+  generation programs, no watermark being KGW with delta = 0, bit for bit plain sampling: about half of the family's default run on 2 cores; detection rates move in steps of
   1/16 and the perplexity intervals are wide at that count); the full configuration: 50 x 4, 128 tokens. The smoke run uses
   the tiny random Llama (V = 512) instead of SmolLM2.
 
@@ -390,10 +390,13 @@ def _quality_run(ctx):
     methods += [(f"KGW delta={d}", KGW(v, key=secret, gamma=0.5, delta=d, context_size=k)) for d in p["deltas"]]
     detector_of = {name: wm for name, wm in methods}
     gen_key = jax.random.fold_in(ctx.key, 1)
+    # no watermark: KGW with delta = 0 adds exactly 0 to every logit, so its samples are plain sampling's bit
+    # for bit (the same keys), and it reuses the KGW rows' compiled program (one generation program fewer)
+    plain = KGW(v, key=secret, gamma=0.5, delta=0.0, context_size=k)
     gens = {}
     for name, wm in methods:
         ctx.progress(f"generate: {name}")
-        out = lm.generate(gen_key, model, prompt, pmask, max_new_tokens=new, processor=wm)
+        out = lm.generate(gen_key, model, prompt, pmask, max_new_tokens=new, processor=plain if wm is None else wm)
         gens[name] = out
     full_mask = lambda out: jnp.concatenate([pmask, out.mask], axis=1)  # noqa: E731
     scored_of = lambda out, n: jnp.concatenate(  # noqa: E731
