@@ -210,6 +210,7 @@ def generate(
     eos_token_id: int | None = None,
     pad_token_id: int | None = None,
     intervention: Intervention | None = None,
+    check_ids: bool = True,
 ) -> GenerateResult:
     """Sample continuations of a batch of left-padded prompts with a KV cache.
 
@@ -240,6 +241,10 @@ def generate(
         eos_token_id: a token that ends a row; later tokens are ``pad_token_id`` and masked out.
         pad_token_id: the filler after ``eos_token_id`` (default ``eos_token_id``).
         intervention: an optional :class:`Intervention` applied at every position.
+        check_ids: check traced prompt ids (``generate`` inside the caller's ``jit``) at run time
+            (default). ``False`` skips that check, whose host callback makes JAX dispatch each call of
+            the enclosing program through its Python path; only for ids validated beforehand.
+            Concrete ids are always checked on the host (the compiled decoder then holds no callback).
 
     Returns:
         A :class:`GenerateResult`.
@@ -259,7 +264,8 @@ def generate(
     """
     check_key(key)
     check_model(model)
-    prompt, mask = check_tokens(model, prompt_tokens, prompt_mask, name="prompt_tokens", mask_name="prompt_mask")
+    prompt, mask = check_tokens(model, prompt_tokens, prompt_mask, name="prompt_tokens", mask_name="prompt_mask",
+                                check_ids=bool(check_ids))
     num_new = check_int(max_new_tokens, "max_new_tokens", minimum=1)
     c = model.config
     if prompt.shape[1] + num_new > c.max_positions:

@@ -37,7 +37,8 @@ def _check(model, tokens, mask, target_mask, intervention):
     if target_mask is None:
         target = mask
     else:
-        _, target = check_tokens(model, tokens, target_mask, mask_name="target_mask")
+        # the ids were checked just above: a second run-time check would add a second host callback
+        _, target = check_tokens(model, tokens, target_mask, mask_name="target_mask", check_ids=False)
     if not isinstance(mask, jax.core.Tracer):
         m = np.asarray(mask).astype(np.int8)
         if (np.diff(m, axis=1) < 0).any() and (np.diff(m, axis=1) > 0).any():

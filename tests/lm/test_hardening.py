@@ -77,6 +77,44 @@ def test_traced_token_ids_out_of_range_fail_at_run_time_not_as_nan():
         jax.jit(lambda t: lm.forward(MODEL, t))(jnp.ones((1, 2)))
 
 
+def _has_callback(fn, *args):
+    return "python_cpu_callback" in jax.jit(fn).lower(*args).compile().as_text()
+
+
+@pytest.mark.parametrize("entry", ["forward", "forward_hidden", "generate"])
+def test_check_ids_false_drops_the_run_time_check_and_its_host_callback(entry):
+    """Traced ids: checked by a host callback by default; ``check_ids=False`` compiles without one.
+    Concrete ids are checked on the host whatever ``check_ids`` says."""
+    call = {"forward": lambda t, **kw: lm.forward(MODEL, t, **kw),
+            "forward_hidden": lambda t, **kw: lm.forward_hidden(MODEL, t, **kw).logits,
+            "generate": lambda t, **kw: lm.generate(KEY, MODEL, t, max_new_tokens=2, temperature=0.0, **kw).tokens}[entry]
+    name = "prompt_tokens" if entry == "generate" else "tokens"
+    ids = jnp.array([[1, 63]])
+    assert _has_callback(lambda t: call(t), ids)
+    assert not _has_callback(lambda t: call(t, check_ids=False), ids)
+    checked = np.asarray(jax.jit(lambda t: call(t))(ids))
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda t: call(t, check_ids=False))(ids)), checked)
+    np.testing.assert_array_equal(np.asarray(call(ids, check_ids=False)), checked)
+    with pytest.raises(RUNTIME, match=rf"{name}: expected token ids in \[0, 64\)"):
+        jax.block_until_ready(jax.jit(lambda t: call(t))(jnp.array([[1, 64]])))
+    for flag in (True, False):
+        with pytest.raises(ValueError, match=rf"^{name}: expected token ids in \[0, 64\), got 64"):
+            call(np.array([[1, 64]]), check_ids=flag)
+
+
+def _callbacks(fn, *args):
+    text = jax.jit(fn).lower(*args).compile().as_text()
+    return sum("custom-call(" in line and "python_cpu_callback" in line for line in text.splitlines())
+
+
+def test_scoring_checks_traced_ids_once():
+    """token_logprobs with a target mask checks traced ids once (one host callback, not two)."""
+    ids = jnp.array([[1, 2]])
+    once = _callbacks(lambda t: lm.forward(MODEL, t), ids)
+    assert once >= 1 and _callbacks(lambda t: lm.token_logprobs(MODEL, t), ids) == once
+    assert _callbacks(lambda t: lm.token_logprobs(MODEL, t, target_mask=jnp.ones((1, 2), bool)), ids) == once
+
+
 def test_target_mask_and_padding_refusals():
     with pytest.raises(TypeError, match="^target_mask: expected a bool"):
         lm.token_logprobs(MODEL, T, target_mask=np.ones((1, 3)))
