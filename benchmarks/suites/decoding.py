@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -218,6 +219,12 @@ def _kl_sample(out):
     return float(np.mean(np.asarray(jnp.sum((out.logprobs - out.model_logprobs) * out.mask, axis=1))))
 
 
+@eqx.filter_jit
+def _last_value(head, hidden):
+    """``head`` at the last position of ``hidden [B, T, d]`` in one program (eagerly: one per operation)."""
+    return head(hidden[:, -1])
+
+
 def _frontier_run(ctx):
     p = ctx.params
     model, tok = _model(p["model"])
@@ -284,7 +291,7 @@ def _frontier_run(ctx):
     rc = np.asarray(rew_a(cand.tokens, cand.mask)).reshape(-1, k_max)
     cdata = cd.rollouts(model, jnp.repeat(ep, k_max, 0), jnp.repeat(em, k_max, 0), cand,
                         jnp.zeros(cand.tokens.shape[0]), top_k=int(p["top_k"]))
-    vc = np.asarray(va(cdata.hidden[:, -1])).reshape(-1, k_max)
+    vc = np.asarray(_last_value(va, cdata.hidden)).reshape(-1, k_max)
     for k in p["num_candidates"]:
         pick = np.asarray(cd.select_best(jnp.asarray(rc[:, :k])))
         add("best-of-K (reward)", f"K={k}", float(rc[np.arange(len(rc)), pick].mean()), cd.best_of_k_kl(k), "bound")

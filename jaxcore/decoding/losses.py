@@ -213,7 +213,7 @@ def rollouts(model: lm.Llama, prompt_tokens, prompt_mask, result: lm.GenerateRes
         raise ValueError(expected("prompt_tokens", f"{n} rows (one per sample of result)", prompt.shape))
     r = as_float_array(reward, "reward", dtype=jnp.float32)
     check_shape(r, "reward", (n,))
-    if not isinstance(r, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(r))):  # under an outer jit: the caller's
+    if not isinstance(r, jax.core.Tracer) and not np.isfinite(np.asarray(r)).all():  # under an outer jit: the caller's
         raise ValueError(expected("reward", "finite rewards", np.asarray(r)))
     k = check_int(top_k, "top_k", minimum=1, maximum=model.config.vocab_size)
     c = check_int(chunk_size, "chunk_size", minimum=1)
