@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax import lax
 from jaxtyping import Array, Float, Int
@@ -184,8 +185,9 @@ def _check_pairs(model, pairs, name="pairs"):
     if not isinstance(pairs, PreferencePairs):
         raise TypeError(expected(name, "a PreferencePairs", type(pairs).__name__, raw=True))
     n, _, length = pairs.tokens.shape
-    check_sequences(model, pairs.tokens.reshape(2 * n, length), pairs.mask.reshape(2 * n, length),
-                    pairs.loss_mask.reshape(2 * n, length), prefix=name + ".")
+    # concrete pairs are reshaped on the host (an eager reshape is a compiled program per shape)
+    flat = lambda a: (a if isinstance(a, jax.core.Tracer) else np.asarray(a)).reshape(2 * n, length)  # noqa: E731
+    check_sequences(model, flat(pairs.tokens), flat(pairs.mask), flat(pairs.loss_mask), prefix=name + ".")
     return pairs
 
 
