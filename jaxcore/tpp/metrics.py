@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from jaxcore._util import check_int, check_key, check_positive, check_scalar, expected, is_concrete
+from jaxcore._util import check_bool, check_int, check_key, check_positive, check_scalar, expected, is_concrete
 
 from ._checks import as_param
 
@@ -259,6 +259,23 @@ def _grid_path(dynamics, method, eta, t, h, G):
     return jax.lax.scan(step, (eta, jnp.zeros((), eta.dtype)), jnp.arange(G, dtype=eta.dtype))[1]
 
 
+def _grid_path_sde(dynamics, eta, t, h, z):
+    """:func:`_grid_path` with the Brownian part: Euler-Maruyama steps ``eta + f h + g sqrt(h) z_k`` (``z``
+    ``[G, K]`` standard normals) and the left-point compensator; also each step's end state ``[G, K]``."""
+    sqrt_h = jnp.sqrt(h)
+
+    def step(carry, x):
+        eta, lam_int = carry
+        k, zk = x
+        f, g = dynamics.drift_and_diffusion(t + k * h, eta)
+        eta_next = eta + f * h + g * sqrt_h * zk
+        d_int = jnp.sum(jnp.exp(eta)) * h
+        return (eta_next, lam_int + d_int), (lam_int, lam_int + d_int, eta, eta_next)
+
+    G = z.shape[0]
+    return jax.lax.scan(step, (eta, jnp.zeros((), eta.dtype)), (jnp.arange(G, dtype=eta.dtype), z))[1]
+
+
 def _predict_next_impl(args, horizon, G):
     dynamics, batch, method = args[0], args[1], args[3]
     res = _solve_batch(*args)
@@ -290,8 +307,9 @@ _predict_next_run = eqx.filter_jit(_predict_next_impl)
 
 def sample_next(key: PRNGKeyArray, dynamics: JumpDiffusion, batch: EventBatch, *, horizon: float,
                 num_samples: int = 16, num_grid: int = 256, num_substeps: int = 10, convention: str = "window",
-                method: str = "scan") -> Any:
-    """Sample the next event after every event of a jump-diffusion TPP (NJDTPP, the classical SDEs), drift-only.
+                method: str = "scan", stochastic: bool = False) -> Any:
+    """Sample the next event after every event of a jump-diffusion TPP (NJDTPP, the classical SDEs), drift-only
+    or with the diffusion's Brownian part.
 
     The history is integrated as in :func:`predict_next`; after event ``i`` the drift path on
     ``num_grid`` steps over ``horizon`` gives the compensator ``Lambda(s)`` at the step ends
@@ -302,6 +320,12 @@ def sample_next(key: PRNGKeyArray, dynamics: JumpDiffusion, batch: EventBatch, *
     :func:`predict_next` integrates (not Ogata thinning: with a compensator on the grid,
     inversion needs no intensity bound and accepts every draw).
 
+    With ``stochastic=True`` (``method="scan"``, a model whose ``stochastic`` is True) the history
+    is integrated by Euler-Maruyama on one Brownian path (``num_substeps`` per gap; the prior path,
+    as in the likelihood) and each draw follows its own Brownian path on the grid (the steps and
+    compensator of :func:`generate` with ``stochastic=True``), so a draw samples the next event of
+    the jump-diffusion process itself.
+
     Args:
         key: PRNG key.
         dynamics: a :class:`JumpDiffusion` (or a classical model's ``jump_diffusion()``).
@@ -310,14 +334,16 @@ def sample_next(key: PRNGKeyArray, dynamics: JumpDiffusion, batch: EventBatch, *
         num_samples: draws per event.
         num_grid: steps over ``horizon``.
         num_substeps, convention, method: as :func:`predict_next`.
+        stochastic: include the diffusion's Brownian part (default False: drift only).
 
     Returns:
         A :class:`jaxcore.tpp.NextEventSamples` of ``[B, L, num_samples]`` arrays (``type_probs``
         ``[B, L, num_samples, K]``); draws after padding are meaningless.
 
     Raises:
-        TypeError: ``key`` is not a PRNG key.
-        ValueError: non-positive ``horizon``, ``num_samples`` or ``num_grid``; a bad ``method``.
+        TypeError: ``key`` is not a PRNG key; ``stochastic`` not a bool.
+        ValueError: non-positive ``horizon``, ``num_samples`` or ``num_grid``; a bad ``method``;
+            ``stochastic=True`` with ``method="exact"``.
 
     References:
         Zhang et al., ICML 2024, Sec. 4.3; E. N. Brown et al., "The time-rescaling theorem and its
@@ -333,7 +359,24 @@ def sample_next(key: PRNGKeyArray, dynamics: JumpDiffusion, batch: EventBatch, *
     """
     args, G = _draw_args(key, dynamics, batch, horizon, num_grid, num_substeps, convention, method)
     S = check_int(num_samples, "num_samples", minimum=1)
-    return _sample_next_run(args, key, jnp.asarray(horizon, batch.times.dtype), G, S)
+    noisy = _noisy(args, stochastic, method)
+    return _sample_next_run(args, key, jnp.asarray(horizon, batch.times.dtype), G, S, noisy)
+
+
+def _noisy(args, stochastic, method) -> bool:
+    """Whether a draw includes the Brownian part (``stochastic`` checked; the model must have a diffusion)."""
+    stochastic = check_bool(stochastic, "stochastic")
+    if stochastic and method == "exact":
+        raise ValueError(expected("method", "'scan' with stochastic=True (the exact flow is the drift's)", method))
+    return stochastic and bool(args[0].stochastic)
+
+
+def _with_history_noise(args, key, noisy):
+    """``(args, key)``: with ``noisy`` the history's solve gets its own Brownian key split from ``key``."""
+    if not noisy:
+        return args, key
+    key, k_hist = jax.random.split(key)
+    return (args[0], args[1], k_hist) + tuple(args[3:]), key
 
 
 def _draw_args(key, dynamics, batch, horizon, num_grid, num_substeps, convention, method):
@@ -353,21 +396,34 @@ def _draw_setup(args, horizon, G):
     return dynamics, batch, method, _solve_batch(*args), dtype, jnp.asarray(horizon, dtype) / G, jnp.finfo(dtype).tiny
 
 
-def _sample_next_impl(args, key, horizon, G, S):
+def _sample_next_impl(args, key, horizon, G, S, noisy=False):
     from .neural import NextEventSamples
 
+    args, key = _with_history_noise(args, key, noisy)
     dynamics, batch, method, res, dtype, h, tiny = _draw_setup(args, horizon, G)
+    K = dynamics.initial_state().shape[0]
 
-    def after_event(eta_pre, t, m, k):
-        starts, ends, etas = _grid_path(dynamics, method, eta_pre + dynamics.jump(t, eta_pre)[:, m], t, h, G)
-        lams = jnp.exp(etas)
-        k_e, k_m = jax.random.split(k)
-        E = jax.random.exponential(k_e, (S,), dtype)
+    def invert(starts, ends, lams, E):
         j = jnp.minimum(jnp.searchsorted(ends, E), G - 1)  # the step whose end first reaches E
         frac = jnp.clip((E - starts[j]) / jnp.maximum(ends[j] - starts[j], tiny), 0.0, 1.0)
-        accepted = E <= ends[-1]
+        return j, frac, lams[j]
+
+    def after_event(eta_pre, t, m, k):
+        eta = eta_pre + dynamics.jump(t, eta_pre)[:, m]
+        k_e, k_m = jax.random.split(k)
+        E = jax.random.exponential(k_e, (S,), dtype)
+        if noisy:  # one Brownian grid path per draw
+            k_m, k_z = jax.random.split(k_m)
+            z = jax.random.normal(k_z, (S, G, K), dtype)
+            starts, ends, etas, _ = jax.vmap(lambda zz: _grid_path_sde(dynamics, eta, t, h, zz))(z)
+            j, frac, lam_j = jax.vmap(invert)(starts, ends, jnp.exp(etas), E)
+            accepted = E <= ends[:, -1]
+        else:
+            starts, ends, etas = _grid_path(dynamics, method, eta, t, h, G)
+            j, frac, lam_j = invert(starts, ends, jnp.exp(etas), E)
+            accepted = E <= ends[-1]
         dt = jnp.where(accepted, (j + frac) * h, horizon)
-        probs = lams[j] / jnp.maximum(jnp.sum(lams[j], -1, keepdims=True), tiny)
+        probs = lam_j / jnp.maximum(jnp.sum(lam_j, -1, keepdims=True), tiny)
         typ = jax.random.categorical(k_m, jnp.log(jnp.maximum(probs, tiny)))
         return t + dt, typ.astype(jnp.int32), probs, accepted
 
@@ -381,9 +437,11 @@ _sample_next_run = eqx.filter_jit(_sample_next_impl)
 
 
 def generate(key: PRNGKeyArray, dynamics: JumpDiffusion, batch: EventBatch, *, num_events: int, horizon: float,
-             num_grid: int = 256, num_substeps: int = 10, convention: str = "window", method: str = "scan") -> Any:
-    """Multi-step generation for a jump-diffusion TPP (NJDTPP, the classical SDEs), drift-only: ``num_events``
-    events after each sequence's last event, one :func:`sample_next` draw at a time.
+             num_grid: int = 256, num_substeps: int = 10, convention: str = "window", method: str = "scan",
+             stochastic: bool = False) -> Any:
+    """Multi-step generation for a jump-diffusion TPP (NJDTPP, the classical SDEs): ``num_events``
+    events after each sequence's last event, one :func:`sample_next` draw at a time; drift-only, or
+    with the diffusion's Brownian part (``stochastic=True``).
 
     From the state after the last event (the initial state at ``t = 0`` for an empty history)
     the drift path on ``num_grid`` steps over ``horizon`` is inverted at ``E ~ Exp(1)``; the
@@ -392,18 +450,29 @@ def generate(key: PRNGKeyArray, dynamics: JumpDiffusion, batch: EventBatch, *, n
     event. A draw beyond ``horizon`` ends that sequence's generation (``accepted`` False from
     there on). Vmapped over sequences; one ``lax.scan`` over the new events.
 
+    With ``stochastic=True`` (``method="scan"``, a model whose ``stochastic`` is True) the
+    log-intensity follows its SDE ``d eta = f dt + g dW`` (Zhang et al. 2024, Eq. 5): the history by
+    Euler-Maruyama with ``num_substeps`` per gap (its own Brownian path), each draw's grid path by
+    Euler-Maruyama steps ``eta + f h + g sqrt(h) z`` with the left-point compensator
+    ``h sum exp(eta)``, and the state at the drawn time inside a step by the Brownian bridge between
+    the step's ends. Each draw of ``key`` is then a sample of the discretised jump-diffusion process
+    itself (the grid path is re-drawn from the state after each event). A model without diffusion
+    (``stochastic`` False) is generated drift-only either way.
+
     Args:
         key: PRNG key.
         dynamics: a :class:`JumpDiffusion`.
         batch: ``B`` histories.
         num_events: events to generate per sequence (>= 1).
         horizon, num_grid, num_substeps, convention, method: as :func:`sample_next`.
+        stochastic: include the diffusion's Brownian part (default False: drift only).
 
     Returns:
         A :class:`jaxcore.tpp.GeneratedEvents` of ``[B, num_events]`` arrays.
 
     Raises:
-        As :func:`sample_next`; ``num_events < 1``.
+        As :func:`sample_next`; ``num_events < 1``; ``stochastic`` not a bool (TypeError) or
+        ``stochastic=True`` with ``method="exact"`` (ValueError: the exact flow is the drift's).
 
     References:
         Zhang et al., ICML 2024, Sec. 4.3; Brown et al., Neural Computation 14(2), 2002.
@@ -419,13 +488,16 @@ def generate(key: PRNGKeyArray, dynamics: JumpDiffusion, batch: EventBatch, *, n
     """
     args, G = _draw_args(key, dynamics, batch, horizon, num_grid, num_substeps, convention, method)
     n = check_int(num_events, "num_events", minimum=1)
-    return _generate_run(args, key, jnp.asarray(horizon, batch.times.dtype), G, n)
+    noisy = _noisy(args, stochastic, method)
+    return _generate_run(args, key, jnp.asarray(horizon, batch.times.dtype), G, n, noisy)
 
 
-def _generate_impl(args, key, horizon, G, n_new):
+def _generate_impl(args, key, horizon, G, n_new, noisy=False):
     from .neural import GeneratedEvents
 
+    args, key = _with_history_noise(args, key, noisy)
     dynamics, batch, method, res, dtype, h, tiny = _draw_setup(args, horizon, G)
+    K = dynamics.initial_state().shape[0]
 
     def one(eta_events, times, marks, mask, k):
         count = jnp.sum(mask)
@@ -436,13 +508,21 @@ def _generate_impl(args, key, horizon, G, n_new):
 
         def draw(carry, kk):
             eta, t, alive = carry
-            starts, ends, etas = _grid_path(dynamics, method, eta, t, h, G)
+            if noisy:
+                kk, k_z, k_b = jax.random.split(kk, 3)
+                z = jax.random.normal(k_z, (G, K), dtype)
+                starts, ends, etas, nexts = _grid_path_sde(dynamics, eta, t, h, z)
+            else:
+                starts, ends, etas = _grid_path(dynamics, method, eta, t, h, G)
             k_e, k_m = jax.random.split(kk)
             E = jax.random.exponential(k_e, (), dtype)
             j = jnp.minimum(jnp.searchsorted(ends, E), G - 1)
             frac = jnp.clip((E - starts[j]) / jnp.maximum(ends[j] - starts[j], tiny), 0.0, 1.0)
             t_j = t + j.astype(dtype) * h
-            if method == "exact":
+            if noisy:  # the Brownian bridge between the step's ends
+                bridge = jnp.sqrt(frac * (1.0 - frac) * h) * jax.random.normal(k_b, (K,), dtype)
+                eta_t = etas[j] + frac * (nexts[j] - etas[j]) + dynamics.diffusion(t_j, etas[j]) * bridge
+            elif method == "exact":
                 eta_t = dynamics.flow(t_j, etas[j], frac * h)[0]
             else:
                 eta_t = etas[j] + dynamics.drift(t_j, etas[j]) * frac * h
