@@ -243,8 +243,6 @@ def _pgmpy_bdeu(df, state_names, models, arities=()):
 
 
 def _setup_bdeu(size, key):
-    import warnings
-
     d = size["d"]
     x, names, arities = _asia_data(d)
     dags = enumerate_dags(d)
@@ -389,8 +387,19 @@ def _approximations(key, table, x, post, rng, quick, dibs=False, bootstrap=True)
     return out
 
 
+def _pad_host(samples, num_samples):
+    """``pad_samples`` done in NumPy: the same zero-weight empty graphs, without one padding program per draw count."""
+    a, w = np.asarray(samples.adjacency), np.asarray(samples.weights)
+    k = num_samples - a.shape[0]
+    if k < 0:
+        return pad_samples(samples, num_samples)  # its error
+    return DAGSamples(jnp.asarray(np.concatenate([a, np.zeros((k,) + a.shape[1:], a.dtype)])),
+                      jnp.asarray(np.concatenate([w, np.zeros((k,), w.dtype)])))
+
+
 def _evaluate(samples, post, dags, truth, x_train, x_test, log_pm=None):
-    samples = pad_samples(samples, PAD)
+    samples = _pad_host(samples, PAD)
+    n_true = int(np.asarray(truth).sum())  # host count: no eager reduction / comparison programs
     log_pm = mec_log_posterior(post.log_prob, dags) if log_pm is None else log_pm
     p = jnp.exp(post.log_prob)
     q = dag_distribution(samples, dags)
@@ -402,8 +411,8 @@ def _evaluate(samples, post, dags, truth, x_train, x_test, log_pm=None):
         "kl_mec": kl_divergence(qm, pm, log_q=log_pm), "tv_mec": total_variation(qm, pm),
         "e_shd": expected_shd(samples, truth), "e_cpdag_shd": expected_cpdag_shd(samples, truth),
         "edge_f1": f1["f1"],
-        "auroc": edge_auroc(edge_q, truth) if 0 < truth.sum() < truth.shape[0] * (truth.shape[0] - 1) else np.nan,
-        "auprc": edge_auprc(edge_q, truth) if truth.sum() > 0 else np.nan,
+        "auroc": edge_auroc(edge_q, truth) if 0 < n_true < truth.shape[0] * (truth.shape[0] - 1) else np.nan,
+        "auprc": edge_auprc(edge_q, truth) if n_true > 0 else np.nan,
         "mmd": mmd_hamming_exact(samples, post.edge_marginals),
         "pred_nll": predictive_nll(samples, x_train, x_test),
     }
@@ -547,16 +556,18 @@ def _methods_on(key, x, truth, rng, quick, xt, dibs=False):
     log_pm = mec_log_posterior(post.log_prob, dags)
     truth = jnp.asarray(truth)
     results = {}
-    imap = int(jnp.argmax(post.log_prob))
-    map_adj = parents_to_adjacency(jnp.asarray(dags.parents[imap], jnp.int32))
-    has_edges = 0 < int(truth.sum()) < d * (d - 1)
+    # argmax, edge count and dtype casts on the host (same first-maximum index): no eager programs
+    imap = int(np.argmax(np.asarray(post.log_prob)))
+    map_adj = parents_to_adjacency(jnp.asarray(dags.parents[imap].astype(np.int32)))
+    n_true = int(np.asarray(truth).sum())
+    has_edges = 0 < n_true < d * (d - 1)
     row = {
         "auroc": float(edge_auroc(post.edge_marginals, truth)) if has_edges else np.nan,
-        "auprc": float(edge_auprc(post.edge_marginals, truth)) if int(truth.sum()) else np.nan,
+        "auprc": float(edge_auprc(post.edge_marginals, truth)) if n_true else np.nan,
         "tv_dag": 0.0, "kl_mec": 0.0, "mmd": 0.0,
     }
     if d <= 5:  # expectations over every DAG (3.8M CPDAGs at d = 6 would dominate the run)
-        exact = DAGSamples(parents_to_adjacency(jnp.asarray(dags.parents, jnp.int32)), jnp.exp(post.log_prob))
+        exact = DAGSamples(parents_to_adjacency(jnp.asarray(dags.parents.astype(np.int32))), jnp.exp(post.log_prob))
         row.update(e_shd=float(expected_shd(exact, truth)), e_cpdag_shd=float(expected_cpdag_shd(exact, truth)),
                    edge_f1=float(expected_edge_f1(exact, truth)["f1"]), pred_nll=float(predictive_nll(exact, x, xt)))
     results["exact posterior"] = row

@@ -26,7 +26,7 @@ from jaxtyping import Array, Float, Int
 from jaxcore._util.checks import describe
 from jaxcore._util import check_bool, check_choice, check_finite, check_range, expected, is_concrete
 
-from ._checks import check_acyclic, check_log_prob, check_prob_vector, float_array
+from ._checks import check_acyclic, check_binary, check_log_prob, check_prob_vector, float_array, host_array
 from .graphs import _adj_to_parents, _adjacency_array, _check_square, _compress, _cpdag, _shd
 from .samples import DAGSamples
 from .scores import bge_local_scores, check_data, nig_local_scores
@@ -191,7 +191,8 @@ def _check_edges(edge_probs, true_adjacency):
     d = _check_square(true_adjacency, "true_adjacency")
     if np.ndim(true_adjacency) != 2:
         raise ValueError(expected("true_adjacency", "shape [d, d]", f"shape {np.shape(true_adjacency)}", raw=True))
-    truth = np.asarray(_adjacency_array(true_adjacency, "true_adjacency"))
+    check_binary(true_adjacency, "true_adjacency")
+    truth = host_array(true_adjacency, "true_adjacency")  # a host mask: no eager device programs per call
     e = float_array(edge_probs, "edge_probs")
     if e.shape != (d, d):
         raise ValueError(expected("edge_probs", f"shape [d, d] like true_adjacency (d={d})",

@@ -50,6 +50,12 @@ def test_auroc_auprc_hand():
     np.testing.assert_allclose(float(edge_auprc(probs, truth)), 0.5 * 1 + 0.5 * 2 / 3, rtol=1e-6)
     with pytest.raises(ValueError, match="edge"):
         edge_auroc(probs, EMPTY)
+    # the truth is read on the host: bool, float 0/1 and device int arrays give the same areas
+    for t in (np.asarray(truth) != 0, np.asarray(truth, np.float32), jnp.asarray(truth, jnp.int32)):
+        np.testing.assert_allclose(float(edge_auroc(probs, t)), 7.5 / 8)
+        np.testing.assert_allclose(float(edge_auprc(probs, t)), 0.5 * 1 + 0.5 * 2 / 3, rtol=1e-6)
+    with pytest.raises(ValueError, match="true_adjacency.*0/1"):
+        edge_auroc(probs, 2 * np.asarray(truth))
 
 
 def _k(a, b):
