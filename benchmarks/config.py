@@ -13,6 +13,7 @@ benchmarks``. A file holds only what differs from the defaults::
     scaling: false        # run each benchmark's size sweep
     device_scaling: false # shard each benchmark's batch axis over device_counts devices (strong + weak)
     device_counts: [1, 2, 4]
+    quality_compile: fast # quality programs at XLA:CPU's fast code generation ("full": XLA's default)
     suites: null          # list of families, or null for all
     ceilings: {matmul_n: 2048, copy_mib: 256, repeats: 5}
     benchmarks:           # per speed benchmark: sizes, quick_sizes, scaling, skip
@@ -94,6 +95,10 @@ class RunConfig:
     device_scaling: bool = False
     device_counts: list[int] = dataclasses.field(default_factory=lambda: [1, 2, 4])
     x64: bool = False
+    #: XLA:CPU code generation for the quality benchmarks' programs: "fast" (LLVM -O1 without its
+    #: expensive passes: about a third less compile time, same arithmetic) or "full" (XLA's default).
+    #: Speed benchmarks' kernels and JAX baselines always compile at XLA's default.
+    quality_compile: str = "fast"
     suites: Optional[list[str]] = None  # noqa: UP045 (omegaconf needs typing.Optional)
     ceilings: Ceilings = dataclasses.field(default_factory=Ceilings)
     benchmarks: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -172,6 +177,8 @@ def load_config(
         raise ConfigError(f"invalid configuration: {msg}; known keys: {sorted(DEFAULTS)}") from exc
     if cfg.repeats < 1:
         raise ConfigError(f"repeats must be >= 1, got {cfg.repeats}")
+    if cfg.quality_compile not in ("fast", "full"):
+        raise ConfigError(f"quality_compile: expected 'fast' or 'full', got {cfg.quality_compile!r}")
     if cfg.min_repeats < 1:
         raise ConfigError(f"min_repeats must be >= 1, got {cfg.min_repeats}")
     if cfg.max_time_s <= 0 or cfg.timeout_s <= 0:

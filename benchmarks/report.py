@@ -180,6 +180,10 @@ def markdown(doc: dict[str, Any]) -> str:
         )
     if doc.get("peak_rss_mib"):
         out.append(f"Peak resident memory of the run: {doc['peak_rss_mib']:.0f} MiB.")
+    if doc.get("quality_compile") == "fast":
+        out.append("Quality benchmarks' programs were compiled with XLA:CPU's fast code generation (LLVM -O1 "
+                   "without its expensive passes: less compile time, the same arithmetic); speed benchmarks' "
+                   "kernels and JAX baselines at XLA's default optimisation (`quality_compile: full` for both).")
     out += ["", "How to read: *speed-up* is the median over interleaved repeats of baseline time / kernel time "
             "(above 1: jaxcore is faster), with its interquartile range in brackets. Compile time is measured "
             "apart (ahead-of-time lower + compile); *(cache)* marks a program JAX's persistent compilation "

@@ -308,6 +308,13 @@ def compile_time_since(start: dict[str, float]) -> dict[str, float]:
     return out
 
 
+#: Compiler options every timed program (a speed benchmark's kernel, its JAX baselines) is compiled
+#: with. Empty: XLA's defaults. A run whose quality programs use XLA:CPU's fast code generation
+#: (``quality_compile: fast``, set in XLA_FLAGS) fills it with XLA's default levels, so the timed
+#: programs still compile at full optimisation.
+FULL_COMPILE_OPTIONS: dict[str, Any] = {}
+
+
 def _compile(fn: Callable[..., Any], case: Case, args: tuple) -> tuple[Any, float]:
     """Ahead-of-time compile ``fn`` (with ``case.static`` bound) for ``args``; returns (executable, seconds)."""
     compiled, seconds, _ = _compile_cached(fn, case, args)
@@ -319,7 +326,8 @@ def _compile_cached(fn: Callable[..., Any], case: Case, args: tuple) -> tuple[An
     jitted = jax.jit(functools.partial(fn, **case.static))
     hits = _CACHE_HITS[0]
     t0 = time.perf_counter()
-    compiled = jitted.lower(*args).compile()
+    lowered = jitted.lower(*args)
+    compiled = lowered.compile(dict(FULL_COMPILE_OPTIONS)) if FULL_COMPILE_OPTIONS else lowered.compile()
     return compiled, time.perf_counter() - t0, _CACHE_HITS[0] > hits
 
 
