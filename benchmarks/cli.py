@@ -120,7 +120,8 @@ def _fast_quality_compile(backend: str | None) -> bool:
     Compiling is most of a cold CPU run (the report's first table). LLVM at -O1 without its expensive
     passes (XLA's ``xla_backend_optimization_level=1``, ``xla_llvm_disable_expensive_passes``)
     compiles the quality benchmarks' programs in about a third less time: it changes how XLA's
-    fusions are lowered to machine code, not the HLO, so the arithmetic is the same. The speed
+    fusions are lowered to machine code, not the HLO; results agree to float32 rounding (the order of
+    a vectorised sum or a fused multiply-add may differ), as between two CPUs. The speed
     benchmarks' kernels and JAX baselines are compiled with XLA's default options passed per
     program (:data:`runner.FULL_COMPILE_OPTIONS`), so their times are unaffected. Only on CPU, and
     only when ``XLA_FLAGS`` does not already set these flags; before JAX starts its backends.

@@ -96,7 +96,7 @@ class RunConfig:
     device_counts: list[int] = dataclasses.field(default_factory=lambda: [1, 2, 4])
     x64: bool = False
     #: XLA:CPU code generation for the quality benchmarks' programs: "fast" (LLVM -O1 without its
-    #: expensive passes: about a third less compile time, same arithmetic) or "full" (XLA's default).
+    #: expensive passes: about a third less compile time, results equal to float32 rounding) or "full" (XLA's default).
     #: Speed benchmarks' kernels and JAX baselines always compile at XLA's default.
     quality_compile: str = "fast"
     suites: Optional[list[str]] = None  # noqa: UP045 (omegaconf needs typing.Optional)

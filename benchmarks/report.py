@@ -182,7 +182,7 @@ def markdown(doc: dict[str, Any]) -> str:
         out.append(f"Peak resident memory of the run: {doc['peak_rss_mib']:.0f} MiB.")
     if doc.get("quality_compile") == "fast":
         out.append("Quality benchmarks' programs were compiled with XLA:CPU's fast code generation (LLVM -O1 "
-                   "without its expensive passes: less compile time, the same arithmetic); speed benchmarks' "
+                   "without its expensive passes: less compile time, results equal to float32 rounding); speed benchmarks' "
                    "kernels and JAX baselines at XLA's default optimisation (`quality_compile: full` for both).")
     out += ["", "How to read: *speed-up* is the median over interleaved repeats of baseline time / kernel time "
             "(above 1: jaxcore is faster), with its interquartile range in brackets. Compile time is measured "
