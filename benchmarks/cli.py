@@ -114,6 +114,12 @@ def _fake_cpu_devices(count: int, backend: str | None) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
 
 
+def _backends_started() -> bool:
+    """Whether this process has started JAX's backends (after which XLA_FLAGS no longer apply)."""
+    xb = sys.modules.get("jax._src.xla_bridge")
+    return bool(xb is not None and getattr(xb, "_backends", None))
+
+
 def _fast_quality_compile(backend: str | None) -> bool:
     """Compile the run's programs with XLA:CPU's fast code generation; the speed rows opt out.
 
@@ -410,7 +416,10 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
         except (OSError, ValueError) as exc:
             raise UsageError(f"--compare: {exc}") from exc
 
-    fast_quality = cfg.quality_compile == "fast" and _fast_quality_compile(args.backend)
+    # XLA reads XLA_FLAGS when its backends start: in a process where they already run (a test calling
+    # main()) the flags would not apply here and would leak into its child processes, so they are not set.
+    fast_quality = (cfg.quality_compile == "fast" and not _backends_started()
+                    and _fast_quality_compile(args.backend))
     import jax
 
     if cfg.x64:

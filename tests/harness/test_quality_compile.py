@@ -55,3 +55,8 @@ def test_timed_programs_compile_with_the_full_options(monkeypatch):
     compiled, _, _ = runner._compile_cached(lambda v: jnp.cos(v) * 2.0, case, case.args)
     np.testing.assert_allclose(compiled(x), np.cos(x) * 2.0, rtol=1e-6)
     assert seen == [None, full]
+
+
+def test_backends_started_is_seen_so_a_test_process_keeps_its_flags():
+    jax.devices()  # this process's backends run
+    assert cli._backends_started() is True
