@@ -35,7 +35,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import check_int, check_key, check_scalar, expected
+from jaxcore._util import check_int, check_key, check_scalar, expected, is_concrete
 
 from .activations import _check_neurons, mean_hidden
 from .dpo import DPOResult, fit_dpo
@@ -149,7 +149,7 @@ def sample_continuations(key, model: lm.Llama, prompt_tokens: Int[Array, "N P"],
     """
     k = check_int(num_samples, "num_samples", minimum=1)
     # host-side repeats and reshapes of concrete arrays (an eager jnp op is a compiled program per shape)
-    xp = jnp if any(isinstance(a, jax.core.Tracer) for a in (prompt_tokens, prompt_mask)) else np
+    xp = np if is_concrete(prompt_tokens, prompt_mask) else jnp
     pt = xp.repeat(xp.asarray(prompt_tokens), k, axis=0)
     pm = xp.repeat(xp.asarray(prompt_mask), k, axis=0)
     out = lm.generate(key, model, pt, pm, max_new_tokens=max_new_tokens, intervention=intervention,

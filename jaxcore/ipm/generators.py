@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxcore._util import check_int, check_key, check_scalar, error_if, expected
+from jaxcore._util import check_int, check_key, check_scalar, error_if, expected, is_concrete
 
 from ._inputs import check_float_dtype
 
@@ -212,7 +212,7 @@ def _draw(program: Callable[[int], HierarchicalSample], n: int, *inputs: Any, ba
     """
     if (n >= _MEASURE_BUCKET or not jax.config.jax_threefry_partitionable
             or (base is not None and not isinstance(base, (_Uniform, _UniformMixture)))
-            or any(isinstance(a, jax.core.Tracer) for a in inputs)):
+            or not is_concrete(*inputs)):
         return program(n)
     s = program(_MEASURE_BUCKET)
     atoms, weights = np.asarray(s.atoms)[:n], np.asarray(s.weights)[:n]
