@@ -24,7 +24,7 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import as_float_array, check_int, check_shape, expected
+from jaxcore._util import as_float_array, check_finite, check_int, check_shape, expected
 
 from .tokenwise import _top_indices
 
@@ -213,8 +213,7 @@ def rollouts(model: lm.Llama, prompt_tokens, prompt_mask, result: lm.GenerateRes
         raise ValueError(expected("prompt_tokens", f"{n} rows (one per sample of result)", prompt.shape))
     r = as_float_array(reward, "reward", dtype=jnp.float32)
     check_shape(r, "reward", (n,))
-    if not isinstance(r, jax.core.Tracer) and not np.isfinite(np.asarray(r)).all():  # under an outer jit: the caller's
-        raise ValueError(expected("reward", "finite rewards", np.asarray(r)))
+    check_finite(r, "reward")  # on the host; under an outer jit the check is the caller's
     k = check_int(top_k, "top_k", minimum=1, maximum=model.config.vocab_size)
     c = check_int(chunk_size, "chunk_size", minimum=1)
     hid, ids, probs = _rollouts_jit(model, prompt, pmask, tokens, jnp.asarray(result.mask, bool), k, min(c, n))
