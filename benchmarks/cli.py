@@ -13,10 +13,10 @@ import datetime as _dt
 import fnmatch
 import importlib
 import json
+import os
 import pathlib
 import pkgutil
 import sys
-import time
 import traceback
 import zlib
 from typing import Any
@@ -480,13 +480,29 @@ def _main(args: argparse.Namespace, console: Any, out_console: Any) -> int:
         return 130
 
 
+def _quality_workers(cfg: Any, backend: str | None, tasks: list[tuple[Any, str, Any]]) -> int:
+    """How many worker processes run the shareable quality benchmarks (1: none, all in this process).
+
+    ``quality_workers`` of the config, at most the CPU count; only on the CPU backend (an
+    accelerator's memory is not shared between processes), at most one a family (a family's tasks
+    run on one worker), and only for two or more families.
+    """
+    from . import parallel
+
+    n = int(cfg.quality_workers)
+    if n <= 1 or backend != "cpu":
+        return 1
+    n = min(n, os.cpu_count() or 1)
+    families = {b.family for b, what, _ in tasks if parallel.shareable(b, what)}  # a family runs on one worker
+    return min(n, len(families)) if len(families) >= 2 else 1
+
+
 def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: Any, args: argparse.Namespace,
              console: Any, out_console: Any) -> int:
     import jax
     from rich.markup import escape
 
-    from . import report, results, runner
-    from .registry import QualityContext
+    from . import parallel, report, results, runner
 
     out_dir = run.out_dir
     key = jax.random.key(int(cfg.seed))
@@ -506,55 +522,50 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
             progress.advance(ceil_task)
             run.save()
             bar = progress.add_task("benchmarks", total=len(tasks))
-            for i, (b, what, arg) in enumerate(tasks):
-                if i and tasks[i - 1][0].family != b.family:
+            order = list(range(len(tasks)))
+            workers = _quality_workers(cfg, run.doc.get("machine", {}).get("backend"), tasks)
+            if workers > 1:
+                shared = [i for i in order if parallel.shareable(tasks[i][0], tasks[i][1])]
+                expected = parallel.expected_seconds()
+                per_family: dict[str, float] = {}
+                for i in shared:
+                    b = tasks[i][0]
+                    per_family[b.family] = per_family.get(b.family, 0.0) + expected.get(b.name, 60.0)
+                shared.sort(key=lambda i: -per_family[tasks[i][0].family])  # the longest families first
+                run.doc["quality_workers"] = workers
+                init = {"seed": int(cfg.seed), "quick": bool(cfg.quick), "timeout_s": float(cfg.timeout_s),
+                        "repeats": int(cfg.repeats), "min_repeats": int(cfg.min_repeats),
+                        "max_time_s": float(cfg.max_time_s), "x64": bool(cfg.x64), "out_dir": str(out_dir)}
+
+                def record(j: int, rec: dict[str, Any]) -> None:
+                    b = tasks[shared[j]][0]
+                    if rec.get("status") != "ok":
+                        first = (rec.get("error") or "").strip().splitlines()
+                        console.print(f"[red]{escape(b.name)}: {rec.get('status')}[/red] "
+                                      f"{escape(first[0][:300] if first else '')}")
+                    run.add(rec)
+                    progress.advance(bar)
+
+                back = parallel.run_pool(
+                    [tasks[i] for i in shared], workers=workers, init=init, out_dir=out_dir, on_record=record,
+                    on_progress=lambda text: progress.update(bar, description=f"[{workers} workers] {text}"[:60]))
+                done = set(shared) - {shared[j] for j in back}
+                order = [i for i in order if i not in done]
+            previous_family = None
+            for i in order:
+                b, what, arg = tasks[i]
+                if previous_family is not None and previous_family != b.family:
                     runner.release_compiled()  # a family's programs, unmapped before the next family's
+                previous_family = b.family
                 sub = task_key(key, b.name, what, arg)
                 label = f"{b.name} {'' if what != 'size' else ', '.join(f'{k}={v}' for k, v in arg.items())}"
                 progress.update(bar, description=label[:60])
-                t0 = time.perf_counter()
-                c0 = runner.compile_totals()
-                try:
-                    with runner.hard_timeout(float(cfg.timeout_s)):
-                        if what == "size":
-                            rec = runner.run_speed_size(
-                                b, arg, sub, repeats=int(cfg.repeats), min_repeats=int(cfg.min_repeats),
-                                max_time_s=float(cfg.max_time_s), ceilings=run.doc["ceilings"])
-                        elif what == "devices":
-                            rec = runner.run_device_scaling(b, arg["base"], sub, arg["counts"], arg["mode"],
-                                                            repeats=int(cfg.repeats),
-                                                            min_repeats=int(cfg.min_repeats),
-                                                            max_time_s=float(cfg.max_time_s))
-                        elif what == "scaling":
-                            rec = runner.run_scaling(b, arg["param"], arg["values"], arg["base"], sub,
-                                                     repeats=int(cfg.repeats), min_repeats=int(cfg.min_repeats),
-                                                     max_time_s=float(cfg.max_time_s))
-                        else:
-                            ctx = QualityContext(params=arg, out_dir=out_dir, key=sub, quick=bool(cfg.quick),
-                                                 progress=lambda msg, _l=b.name: progress.update(
-                                                     bar, description=f"{_l}: {msg}"[:60]))
-                            rec = runner.run_quality(b, ctx)
-                except KeyboardInterrupt:
-                    raise
-                except Exception as exc:
-                    status = "timeout" if isinstance(exc, runner.BenchmarkTimeout) else "error"
-                    rec = {"kind": {"scaling": "scaling", "devices": "devices"}.get(what, b.kind), "name": b.name,
-                           "family": b.family,
-                           "status": status, "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=10)}"}
-                    if what == "size":
-                        rec["size"] = arg
-                    elif what == "quality":
-                        rec["params"] = arg
-                    elif what == "scaling":
-                        rec["param"] = arg["param"]
+                rec = parallel.run_task(b, what, arg, sub, cfg, run.doc["ceilings"], out_dir,
+                                        lambda msg, _l=b.name: progress.update(bar, description=f"{_l}: {msg}"[:60]))
                 if rec.get("status") != "ok":
                     first = (rec.get("error") or "").strip().splitlines()
                     console.print(f"[red]{escape(b.name)}: {rec.get('status')}[/red] "
                                   f"{escape(first[0][:300] if first else '')}")
-                rec["wall_s"] = time.perf_counter() - t0
-                rec["compile_time"] = runner.compile_time_since(c0)
-                rec["peak_rss_mib"] = runner.peak_rss_mib()
-                rec["memory_maps"] = runner.memory_maps()
                 run.add(rec, "scaling" if what in ("scaling", "devices") else "results")
                 progress.advance(bar)
     except KeyboardInterrupt:

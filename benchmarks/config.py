@@ -99,6 +99,9 @@ class RunConfig:
     #: expensive passes: about a third less compile time, results equal to float32 rounding) or "full" (XLA's default).
     #: Speed benchmarks' kernels and JAX baselines always compile at XLA's default.
     quality_compile: str = "fast"
+    #: Worker processes that run the quality benchmarks which time nothing, side by side, before the
+    #: speed benchmarks and the timed quality benchmarks run alone (CPU backend only; 1: all in one process).
+    quality_workers: int = 2
     suites: Optional[list[str]] = None  # noqa: UP045 (omegaconf needs typing.Optional)
     ceilings: Ceilings = dataclasses.field(default_factory=Ceilings)
     benchmarks: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -179,6 +182,8 @@ def load_config(
         raise ConfigError(f"repeats must be >= 1, got {cfg.repeats}")
     if cfg.quality_compile not in ("fast", "full"):
         raise ConfigError(f"quality_compile: expected 'fast' or 'full', got {cfg.quality_compile!r}")
+    if cfg.quality_workers < 1:
+        raise ConfigError(f"quality_workers must be >= 1, got {cfg.quality_workers}")
     if cfg.min_repeats < 1:
         raise ConfigError(f"min_repeats must be >= 1, got {cfg.min_repeats}")
     if cfg.max_time_s <= 0 or cfg.timeout_s <= 0:

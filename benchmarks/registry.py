@@ -245,6 +245,9 @@ class QualityBenchmark:
             overridden in YAML under ``quality: {<name>: {...}}``.
         quick_params: overrides applied under ``--quick`` / the smoke config.
         description: one line for ``--list`` and the report.
+        timed: True when its tables report wall-clock times (per query, per method, ...): it then runs
+            alone, like the speed benchmarks; the others may run beside each other on worker
+            processes (``quality_workers``, :mod:`benchmarks.parallel`).
     """
 
     name: str
@@ -253,6 +256,7 @@ class QualityBenchmark:
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     quick_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     description: str = ""
+    timed: bool = False
 
     kind = "quality"
 

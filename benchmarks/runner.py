@@ -32,6 +32,10 @@ from .registry import Baseline, BaselineNotRun, Case, QualityBenchmark, QualityC
 # bnp.svi_step's 5 ms kernel ran at 8.6 ms, one call per sample, against 7.1 ms)
 MIN_SAMPLE_S = 5e-2
 MAX_NUMBER = 1000
+# a call whose first (agreement) run took this long is timed one call per sample without calibration
+# calls: with SmolLM2-sized steps (1-5 s a call) the three calibration calls of each side cost more
+# than the timed samples, and no first-call overhead turns a 50 ms call into a 0.5 s one
+LONG_CALL_S = 10 * MIN_SAMPLE_S
 
 
 class BenchmarkTimeout(Exception):
@@ -155,9 +159,19 @@ def _time_once(fn: Callable[..., Any], args: tuple, number: int = 1) -> float:
     return (time.perf_counter() - t0) / number
 
 
-def _calibrate(fn: Callable[..., Any], args: tuple) -> int:
-    """How many calls make one sample last ``MIN_SAMPLE_S``."""
-    t = min(_time_once(fn, args) for _ in range(3))
+def _calibrate(fn: Callable[..., Any], args: tuple, first_s: float | None = None) -> int:
+    """How many calls make one sample last ``MIN_SAMPLE_S``.
+
+    ``first_s``: the time of a call already made (the agreement run); at least ``LONG_CALL_S``
+    means one call per sample with no further call. A call of at least twice ``MIN_SAMPLE_S``
+    ends the calibration after one call; shorter ones take the best of three.
+    """
+    if first_s is not None and first_s >= LONG_CALL_S:
+        return 1
+    t = _time_once(fn, args)
+    if t >= 2 * MIN_SAMPLE_S:
+        return 1
+    t = min([t] + [_time_once(fn, args) for _ in range(2)])
     if t >= MIN_SAMPLE_S:
         return 1
     return int(min(MAX_NUMBER, math.ceil(MIN_SAMPLE_S / max(t, 1e-7))))
@@ -360,7 +374,9 @@ def run_speed_size(
     rec["work"], rec["work_unit"] = case.work, case.work_unit
 
     compiled, compile_s, cache_hit = _compile_cached(bench.kernel, case, case.args)
+    t_first = time.perf_counter()
     kernel_out = block(compiled(*case.args))
+    first_s = time.perf_counter() - t_first
     cost = _cost(compiled)
     flops = case.flops if case.flops is not None else cost["flops"]
     nbytes = case.bytes if case.bytes is not None else cost["bytes"]
@@ -377,6 +393,7 @@ def run_speed_size(
 
     # baselines: availability, agreement, then into the timing rotation
     timed: list[tuple[Baseline, Callable[..., Any], tuple]] = []
+    base_first_s: list[float] = []
     for base in bench.baselines:
         brec: dict[str, Any] = {"note": base.note}
         rec["baselines"][base.name] = brec
@@ -394,7 +411,9 @@ def run_speed_size(
                 brec["compile_s"] = bcompile
             else:
                 bfn = functools.partial(base.fn, **case.static)
+            t_first = time.perf_counter()
             bout = block(bfn(*bargs))
+            t_first = time.perf_counter() - t_first
             if base.output is not None:
                 bout = base.output(bout)
             if bench.check is not None:
@@ -418,6 +437,7 @@ def run_speed_size(
             continue
         brec["status"] = "ok"
         timed.append((base, bfn, bargs))
+        base_first_s.append(t_first)
 
     wrong = [n for n, b in rec["baselines"].items() if b.get("status") == "wrong"]
     if wrong:
@@ -427,7 +447,8 @@ def run_speed_size(
         return rec
 
     # interleaved timing: kernel, b1, b2, ..., kernel, b1, b2, ...
-    numbers = [_calibrate(compiled, case.args)] + [_calibrate(f, a) for _, f, a in timed]
+    numbers = [_calibrate(compiled, case.args, first_s)] + [
+        _calibrate(f, a, t) for (_, f, a), t in zip(timed, base_first_s)]
     samples: list[list[float]] = [[] for _ in numbers]
     t_start = time.perf_counter()
     for r in range(repeats):

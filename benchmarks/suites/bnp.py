@@ -618,4 +618,5 @@ register(QualityBenchmark(
     quick_params={"seeds": 1, "num_steps": 30, "num_samples": 1, "width": 16, "truncation": 2, "mnist": "skip",
                   "cnn": "skip"},
     description="continual learning: adaptive depth/width vs fine-tuning, EWC, VCL on Split-Digits (+ MNIST)",
+    timed=True,  # its tables report wall-clock times: runs alone
 ))

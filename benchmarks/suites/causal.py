@@ -673,6 +673,7 @@ register(QualityBenchmark(
                         ["plcg", "PIP2", "PIP3", "PKC", "praf", "pmek"]], "max_parents": 3, "dibs": False},
     quick_params={"subsets": [["praf", "pmek", "p44/42", "pakts473"]], "max_parents": 2, "dibs": False},
     description="Sachs flow cytometry (cdt): exact posteriors on protein subsets, DP edge marginals on all 11",
+    timed=True,  # its tables report wall-clock times: runs alone
 ))
 
 
@@ -763,4 +764,5 @@ register(QualityBenchmark(
             "n_discrete": 1000, "max_parents": 3, "max_parents_large": 2},
     quick_params={"gaussian": ["ecoli70"], "d": 4, "ns": [100], "discrete": ["asia"], "max_parents": 2},
     description="semi-synthetic data from pgmpy's linear-Gaussian (exact posterior) and discrete (DP) networks",
+    timed=True,  # its tables report wall-clock times: runs alone
 ))

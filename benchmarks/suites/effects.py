@@ -283,6 +283,7 @@ register(QualityBenchmark(
     quick_params={"num_units": 40, "num_train": 32, "train_steps": 30, "num_test": 4, "seeds": [0],
                   "cina_steps": 100, "dml_datasets": 0},
     description="ATE error on the synthetic family, in and out of distribution, every method incl. CInA zero-shot",
+    timed=True,  # its tables report wall-clock times: runs alone
 ))
 
 
@@ -369,4 +370,5 @@ register(QualityBenchmark(
     quick_params={"samples": ["dw:psid3"], "seeds": [], "num_train": 16, "train_units": 64, "train_steps": 20,
                   "cina_steps": 50, "dml": False},
     description="LaLonde NSW treated vs PSID/CPS controls: every method against the experimental benchmark",
+    timed=True,  # its tables report wall-clock times: runs alone
 ))

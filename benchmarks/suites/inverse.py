@@ -586,4 +586,5 @@ register(QualityBenchmark(
     quick_params={"images": ["chelsea"], "crop": 32, "tasks": ["gaussian_blur"],
                   "methods": ["snore"], "iter_scale": 0.05},
     description="deblurring (Gaussian, uniform 9x9, motion) and 50% inpainting: PSNR/SSIM per method, with a figure",
+    timed=True,  # its tables report wall-clock times: runs alone
 ))

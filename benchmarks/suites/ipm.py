@@ -529,6 +529,7 @@ register(QualityBenchmark(
     params={"n": 128, "m": 1000, "M": 250, "ns": [16, 256], "ms": [250, 4000], "Ms": [32, 512]},
     quick_params={"n": 32, "m": 200, "M": 50, "ns": [32], "ms": [200], "Ms": [50]},
     description="time of d_lip and WoW_1 versus n, m and M with fitted exponents (paper Section 6)",
+    timed=True,  # its tables report wall-clock times: runs alone
 ))
 
 

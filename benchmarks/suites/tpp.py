@@ -579,6 +579,7 @@ register(QualityBenchmark(
     params={"T": 50.0, "num_sequences": 32, "max_events": 300, "substeps": "1,5,10,40", "repeats": 5},
     quick_params={"T": 20.0, "num_sequences": 8, "max_events": 150, "substeps": "2,10", "repeats": 2},
     description="error-vs-cost of the generic SDE likelihood (exponential vs Euler scheme) on the classical models",
+    timed=True,  # its tables report wall-clock times: runs alone
 ))
 
 

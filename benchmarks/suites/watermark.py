@@ -356,6 +356,7 @@ register(QualityBenchmark(
     params={"vocab": V_SMOLLM2, "num_samples": 128, "rounds": [2, 6], "chunk_size": 32},
     quick_params={"vocab": 1024, "num_samples": 64, "rounds": [2, 6], "chunk_size": 32},
     description="preservation error of the Feistel permutations vs uniform permutations at V = 49,152",
+    timed=True,  # its tables report wall-clock times: runs alone
 ))
 
 
