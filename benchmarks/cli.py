@@ -522,6 +522,13 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
             progress.advance(ceil_task)
             run.save()
             bar = progress.add_task("benchmarks", total=len(tasks))
+
+            def failure(name: str, rec: dict[str, Any]) -> None:  # a record that is not ok: its first line
+                if rec.get("status") != "ok":
+                    first = (rec.get("error") or "").strip().splitlines()
+                    console.print(f"[red]{escape(name)}: {rec.get('status')}[/red] "
+                                  f"{escape(first[0][:300] if first else '')}")
+
             order = list(range(len(tasks)))
             workers = _quality_workers(cfg, run.doc.get("machine", {}).get("backend"), tasks)
             if workers > 1:
@@ -538,11 +545,7 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
                         "max_time_s": float(cfg.max_time_s), "x64": bool(cfg.x64), "out_dir": str(out_dir)}
 
                 def record(j: int, rec: dict[str, Any]) -> None:
-                    b = tasks[shared[j]][0]
-                    if rec.get("status") != "ok":
-                        first = (rec.get("error") or "").strip().splitlines()
-                        console.print(f"[red]{escape(b.name)}: {rec.get('status')}[/red] "
-                                      f"{escape(first[0][:300] if first else '')}")
+                    failure(tasks[shared[j]][0].name, rec)
                     run.add(rec)
                     progress.advance(bar)
 
@@ -562,10 +565,7 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
                 progress.update(bar, description=label[:60])
                 rec = parallel.run_task(b, what, arg, sub, cfg, run.doc["ceilings"], out_dir,
                                         lambda msg, _l=b.name: progress.update(bar, description=f"{_l}: {msg}"[:60]))
-                if rec.get("status") != "ok":
-                    first = (rec.get("error") or "").strip().splitlines()
-                    console.print(f"[red]{escape(b.name)}: {rec.get('status')}[/red] "
-                                  f"{escape(first[0][:300] if first else '')}")
+                failure(b.name, rec)
                 run.add(rec, "scaling" if what in ("scaling", "devices") else "results")
                 progress.advance(bar)
     except KeyboardInterrupt:

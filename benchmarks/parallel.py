@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 import traceback
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -281,11 +282,6 @@ def run_pool(tasks: list[tuple[Any, str, Any]], *, workers: int, init: dict[str,
 # --------------------------------------------------------------------------- the worker's side
 
 
-class _Settings:
-    def __init__(self, d: dict[str, Any]):
-        self.__dict__.update(d)
-
-
 def worker_main() -> int:
     """A worker's loop (``python -m benchmarks.parallel``); see the module docstring."""
     proto = os.fdopen(os.dup(1), "w", buffering=1)
@@ -312,7 +308,7 @@ def worker_main() -> int:
     from .cli import task_key
     from .registry import registry
 
-    settings = _Settings(init)
+    settings = types.SimpleNamespace(**init)
     out_dir = pathlib.Path(init["out_dir"])
     key = jax.random.key(int(init["seed"]))
     family = None
