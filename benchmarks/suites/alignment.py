@@ -180,7 +180,7 @@ register(SpeedBenchmark(
     family=FAMILY,
     kernel=_dpo_kernel,
     setup=_dpo_setup,
-    sizes=[{"model": "smollm2", "pairs": 4, "prompt": 16, "new": 12}],
+    sizes=[{"model": "smollm2", "pairs": 2, "prompt": 16, "new": 12}],
     quick_sizes=[{"model": "tiny", "pairs": 4, "prompt": 8, "new": 8}],
     baselines=[Baseline("transformers", _dpo_torch, requires=("torch", "transformers"),
                         note="HF LlamaForCausalLM, same weights: both forwards, logsigmoid loss, backward, Adam")],
@@ -431,8 +431,8 @@ def _reading(st):
     drop = float(np.mean(ka["base"][0, :top] - ka["DPO"][0, :top]))
     return (f"Toxicity base {b:.4f}, subtract probe {s:.4f}, DPO {d:.4f}, un-aligned {u:.4f}; the top {top} keys' mean "
             f"activation on toxic sequences changed by {-drop:+.4f} under DPO; min cos(value vector before, after) "
-            f"{float(np.min(np.asarray(st.change.cosine))):.5f}. The default run is small (tens of pairs, tens of "
-            f"steps): differences of a few hundredths in toxicity are within sampling noise of "
+            f"{float(np.min(np.asarray(st.change.cosine))):.5f}. The default run is small ({st.pairs.num_pairs} pairs, "
+            f"{len(st.dpo.history.loss)} DPO steps): differences of a few hundredths in toxicity are within sampling noise of "
             f"{len(ev['base'].scores)} continuations.")
 
 
@@ -481,8 +481,8 @@ register(QualityBenchmark(
     name="alignment.toxicity",
     family=FAMILY,
     run=_toxicity_run,
-    params={"model": "smollm2", "num_train_prompts": 16, "num_samples": 4, "pairs_per_prompt": 1, "new_tokens": 12,
-            "prompt_tokens": 16, "num_steps": 12, "batch_size": 4, "learning_rate": 2e-5, "beta": 0.1, "top_k": 10, "num_unaligned": 7,
+    params={"model": "smollm2", "num_train_prompts": 8, "num_samples": 4, "pairs_per_prompt": 1, "new_tokens": 12,
+            "prompt_tokens": 16, "num_steps": 6, "batch_size": 4, "learning_rate": 2e-5, "beta": 0.1, "top_k": 10, "num_unaligned": 7,
             "unalign_scale": 10.0, "prose_tokens": 32},
     quick_params={"model": "tiny", "num_train_prompts": 8, "num_samples": 2, "new_tokens": 6, "prompt_tokens": 8,
                   "num_steps": 3, "batch_size": 2, "learning_rate": 1e-3, "top_k": 5, "num_unaligned": 3,

@@ -969,9 +969,10 @@ _COMMON = {"seeds": 1, "mle_steps": 40, "width": 32, "batch_size": 16, "eval_sam
 register(QualityBenchmark(
     name="tpp.synthetic", family=FAMILY, run=run_synthetic,
     # the bare run keeps the two closed-form neural baselines; NHP, THP and SAHP train in the full configuration
-    # (this row took 140 s cold with all five, 97 s with two: the bare run's 25-minute budget)
+    # (this row took 140 s cold with all five, 97 s with two; 94 s with 200 NJDTPP and 100 neural steps on a 2026-12-04
+    # run, cut to 150 and 60 for the bare run's 25-minute budget)
     params={**_COMMON, "sets": "hawkes,self-correcting", "train": 32, "valid": 8, "test": 16, "T": 50.0,
-            "max_events": 300, "njdtpp_steps": 200, "substeps": 10, "neural": "RMTPP,IFTPP"},
+            "max_events": 300, "njdtpp_steps": 150, "substeps": 10, "neural": "RMTPP,IFTPP", "neural_steps": 60},
     quick_params={"sets": "hawkes", "train": 8, "valid": 4, "test": 4, "T": 20.0, "max_events": 150, "njdtpp_steps": 4,
                   "mle_steps": 15, "substeps": 2, "eval_substeps": 4, "width": 8, "neural": "RMTPP",
                   "neural_steps": 3},
