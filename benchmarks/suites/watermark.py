@@ -504,7 +504,7 @@ register(QualityBenchmark(
     name="watermark.smollm2",
     family=FAMILY,
     run=_quality_run,
-    params={"model": "smollm2", "num_prompts": 8, "samples_per_prompt": 2, "prompt_tokens": 24,
+    params={"model": "smollm2", "num_prompts": 6, "samples_per_prompt": 2, "prompt_tokens": 24,
             "new_tokens": 32, "context_size": 2, "alphas": [0.3, 0.45, 0.5], "deltas": [1.0, 2.0],
             "lengths": [8, 16, 32], "eps": [0.1, 0.2, 0.3]},
     quick_params={"model": "tiny", "num_prompts": 4, "samples_per_prompt": 2, "prompt_tokens": 8,
