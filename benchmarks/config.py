@@ -7,7 +7,7 @@ benchmarks``. A file holds only what differs from the defaults::
 
     seed: 0
     repeats: 7            # timed (kernel, baseline) pairs per size
-    max_time_s: 8         # soft time budget per size; stops repeating past it
+    max_time_s: 5         # soft time budget per size; stops repeating past it
     timeout_s: 600        # hard limit per size, per sweep, per quality run (SIGALRM)
     quick: false          # use quick_sizes / quick_params
     scaling: false        # run each benchmark's size sweep
@@ -88,7 +88,7 @@ class RunConfig:
     seed: int = 0
     repeats: int = 7
     min_repeats: int = 2
-    max_time_s: float = 8.0
+    max_time_s: float = 5.0
     timeout_s: float = 600.0
     quick: bool = False
     scaling: bool = False
