@@ -430,7 +430,7 @@ def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, a
         rho = error_if(rho, ~(rho >= 0), "rho", "a schedule value >= 0 (the perturbation radius), got a negative "
                        "or NaN value")
     if key is None:
-        keys = jnp.zeros((k, 2), jnp.uint32)  # unused by deterministic perturbations
+        keys = None  # the deterministic path: perturb(..., key=None) on every micro-batch (None maps to None)
     else:
         if axis_name is not None and not sync_perturbation:
             key = jax.random.fold_in(key, jax.lax.axis_index(axis_name))
