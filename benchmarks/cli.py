@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "largest count of the sweep. On CPU the N devices are faked (they share the cores)")
     p.add_argument("--out", metavar="DIR", help="output folder (default: results/<timestamp>)")
     p.add_argument("--compare", metavar="PREVIOUS.json", help="flag kernels slower than in this earlier run")
+    p.add_argument("--reproduce", metavar="FAMILY",
+                   help="run FAMILY's paper claim at the scale that can show it (cells from "
+                        "configs/reproduce/FAMILY.yaml, resumable) and write docs/reproductions/FAMILY.md")
+    p.add_argument("--doc", metavar="FILE.md",
+                   help="with --reproduce: where to write the report (default docs/reproductions/FAMILY.md)")
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table",
                    help="what to print at the end (files are always written)")
     return p
@@ -266,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
             err_console.print(f"error: --scaling: expected sizes or devices, got {args.scaling!r}")
             return 2
     try:
+        if args.reproduce is not None:
+            return _reproduce(args, err_console)
+        if args.doc is not None:
+            raise UsageError("--doc: only with --reproduce FAMILY")
         return _main(args, err_console, out_console)
     except UsageError as exc:
         from rich.markup import escape
@@ -275,6 +284,42 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before the run's file exists (start-up): nothing to keep
         err_console.print("[yellow]interrupted before any benchmark ran[/yellow]")
         return 130
+
+
+def _reproduce(args: argparse.Namespace, console: Any) -> int:
+    """``--reproduce FAMILY``: the family's reproduction cells (:mod:`benchmarks.reproduce`)."""
+    from . import reproduce
+
+    ignored = [flag for flag, on in (("--suite", args.suite), ("--config", args.config), ("--list", args.list),
+                                      ("--quick", args.quick), ("--scaling", args.scaling),
+                                      ("--devices", args.devices), ("--compare", args.compare),
+                                      ("--repeats", args.repeats), ("KEY=VALUE overrides", args.overrides)) if on]
+    if ignored:
+        raise UsageError(f"--reproduce: the cells come from configs/reproduce/{args.reproduce}.yaml; "
+                         f"expected no {', '.join(ignored)}")
+    try:
+        reproduce.config_path(args.reproduce)
+    except reproduce.ReproductionError as exc:
+        raise UsageError(str(exc)) from exc
+    import jax
+
+    if not _backends_started():
+        _fast_quality_compile(args.backend)
+    if args.x64:
+        jax.config.update("jax_enable_x64", True)
+    backend = select_backend(args.backend)
+    if not args.no_compile_cache:
+        from jaxcore import enable_compilation_cache
+
+        try:
+            enable_compilation_cache()
+        except Exception as exc:  # an unwritable cache folder must not stop a run
+            console.print(f"compilation cache off ({exc})")
+    try:
+        return reproduce.run(args.reproduce, backend=backend, out_dir=pathlib.Path(args.out) if args.out else None,
+                             doc_path=pathlib.Path(args.doc) if args.doc else None, seed=0, console=console)
+    except reproduce.ReproductionError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _out_dir(arg: str | None, run_id: str) -> pathlib.Path:

@@ -263,6 +263,59 @@ class QualityBenchmark:
 
 Benchmark = SpeedBenchmark | QualityBenchmark
 
+
+#: the verdicts a reproduction may reach
+VERDICTS = ("reproduced", "reproduced in kind", "not reproduced", "incomplete")
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproduction:
+    """How a family's paper claim is judged from its reproduction cells (``--reproduce <family>``).
+
+    The cells themselves (which quality benchmark, which parameters, the expected seconds) live in
+    ``configs/reproduce/<family>.yaml``; this object holds what the code decides.
+
+    Attributes:
+        family: the suite name.
+        paper: authors, title, venue and year.
+        claim: the paper's central claim, one sentence.
+        verdict: ``verdict(cells) -> (verdict, evidence)`` where ``cells`` maps each finished cell's name to
+            its metrics (``QualityResult.metrics``); ``verdict`` is one of :data:`VERDICTS` and ``evidence``
+            is Markdown: the figures that decide it, and where not reproduced, why.
+        setup: Markdown: the data, sizes, seeds and how the settings were chosen (on validation data).
+    """
+
+    family: str
+    paper: str
+    claim: str
+    verdict: Callable[[Mapping[str, Mapping[str, float]]], tuple[str, str]]
+    setup: str = ""
+
+
+_REPRODUCTIONS: dict[str, Reproduction] = {}
+
+
+def register_reproduction(rep: Reproduction) -> Reproduction:
+    """Register a family's reproduction verdict (one per family).
+
+    Raises:
+        TypeError: ``rep`` is not a :class:`Reproduction`.
+        ValueError: the family already has one, or the claim is empty.
+    """
+    if not isinstance(rep, Reproduction):
+        raise TypeError(f"rep: expected a Reproduction, got {type(rep).__name__}")
+    if not rep.claim.strip():
+        raise ValueError(f"rep.claim: expected the paper's claim in one sentence, got {rep.claim!r}")
+    if rep.family in _REPRODUCTIONS:
+        raise ValueError(f"rep.family: the family {rep.family!r} already has a reproduction")
+    _REPRODUCTIONS[rep.family] = rep
+    return rep
+
+
+def reproductions() -> dict[str, Reproduction]:
+    """The registered reproductions by family (suites must be imported first)."""
+    return dict(_REPRODUCTIONS)
+
 _REGISTRY: dict[str, Benchmark] = {}
 
 
@@ -288,8 +341,9 @@ def registry() -> dict[str, Benchmark]:
 
 
 def clear() -> None:
-    """Empty the registry (for the harness's own tests)."""
+    """Empty the registry and the reproductions (for the harness's own tests)."""
     _REGISTRY.clear()
+    _REPRODUCTIONS.clear()
 
 
 def to_numpy(tree: Any) -> Any:
