@@ -217,3 +217,55 @@ def _release_compiled_programs_when_maps_run_high():
 
         jax.clear_caches()
         gc.collect()
+
+
+# ----------------------------------------------------------------------------------------------- budgets
+# The time guard (tests/README.md, "Budgets"): a default test (not marked slow) whose call -- its body
+# with its first compile, fixtures apart -- takes longer than TEST_TIME_LIMIT_S fails, so that a slow test
+# cannot creep into the README's `pytest` unnoticed: make it cheaper or mark it slow. The limit is for the
+# idle 2-core machine; JAXCORE_TEST_LIMIT_S overrides it (0 switches the guard off, e.g. on a loaded
+# machine). Slow tests are not guarded (the slow run has its own budget).
+TEST_TIME_LIMIT_S = float(os.environ.get("JAXCORE_TEST_LIMIT_S", "60"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if (call.when == "call" and report.passed and TEST_TIME_LIMIT_S > 0
+            and call.duration > TEST_TIME_LIMIT_S and item.get_closest_marker("slow") is None):
+        report.outcome = "failed"
+        report.longrepr = (f"time guard: this default test took {call.duration:.1f} s, over the limit of "
+                           f"{TEST_TIME_LIMIT_S:.0f} s for one test of the README's `pytest` (its first compile "
+                           f"included, fixtures apart; tests/README.md, 'Budgets'). Make it cheaper, or mark it "
+                           f"slow (MOVED_TO_SLOW in tests/conftest.py) so that it runs in `pytest -m slow`.")
+
+
+# Per-test durations for the budget table (scripts/budget.py): with JAXCORE_TEST_DURATIONS=<folder> set,
+# the run writes <folder>/tests-<slow|default>.json, every test's setup + call + teardown seconds by node id,
+# collected in the controlling process (pytest-xdist workers report to it).
+_DURATIONS: dict[str, float] = {}
+_OUTCOMES: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report):
+    _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + float(report.duration)
+    if report.when == "call" or report.outcome != "passed":
+        _OUTCOMES[report.nodeid] = report.outcome
+
+
+def pytest_sessionfinish(session, exitstatus):
+    folder = os.environ.get("JAXCORE_TEST_DURATIONS")
+    if not folder or hasattr(session.config, "workerinput"):  # only the controlling process writes
+        return
+    import json
+    import pathlib
+    import time
+
+    mark = session.config.getoption("markexpr", "") or ""
+    tag = "slow" if mark.strip() == "slow" else "default"
+    out = pathlib.Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {"run": tag, "markexpr": mark, "exitstatus": int(exitstatus), "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+           "durations_s": _DURATIONS, "outcomes": _OUTCOMES}
+    (out / f"tests-{tag}.json").write_text(json.dumps(doc, indent=1, sort_keys=True))
