@@ -87,3 +87,15 @@ def test_errors():
         Forest.from_sklearn(DecisionTreeClassifier())
     with pytest.raises(ValueError, match="feature: expected"):
         forest_from_arrays([[3]], [[0.5]], [[[1.0], [1.0]]], [[True, True]], num_features=2)
+
+
+@pytest.mark.parametrize("depth", [3, 6])
+def test_blocked_rows_equal_sklearn(depth):
+    # more rows than one block (2048): the padded blocked path, shallow (selection) and deep (gathers) trees
+    x, y = _data(400)
+    m = RandomForestClassifier(4, max_depth=depth, random_state=2).fit(x, y)
+    f = Forest.from_sklearn(m)
+    xt, _ = _data(4100, seed=7)
+    slots = sklearn_leaf_slots(m)
+    ref = np.stack([slots[t][e.apply(xt)] for t, e in enumerate(m.estimators_)], 1)
+    np.testing.assert_array_equal(np.asarray(apply(f, xt)), ref)
