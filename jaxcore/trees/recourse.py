@@ -8,7 +8,8 @@ An action ``a`` moves an instance ``x`` to ``x + a``. Its cost, for the empirica
 - l1/MAD: ``sum_d |a_d| / MAD_d`` (``MAD_d`` of 0 replaced by ``1.4826 * std_d``, then 1).
 
 All three are separable and grow with ``|a_d|`` on each side of ``x_d``, so the cheapest point of a
-box ``low < x' <= high`` is ``x`` clipped into it per feature (``nextafter(low)`` from below).
+box ``low < x' <= high`` is ``x`` clipped into it per feature (``nextafter(low)`` from below; on features
+whose training values are all integers, ``floor(low) + 1`` from below and ``floor(high)`` from above).
 :func:`cheapest_actions` projects every instance into every candidate box at once (``[N, R, D]``),
 refuses projections that move a fixed feature, move an increase-only feature down or a
 decrease-only one up, or change more than ``max_changes`` features, runs the forest on every
@@ -47,11 +48,15 @@ class RecourseCost(eqx.Module):
     Attributes:
         sorted_x: ``[D, n]`` each feature's training values, sorted (the percentile CDFs).
         scale: ``[D]`` the l1/MAD scales ``MAD_d``.
+        integer: ``[D]`` features whose training values are all integers: actions on them move to
+            integers (the projection into ``low < x <= high`` is ``floor(low) + 1`` from below and
+            ``floor(high)`` from above).
         kind: ``"mps"``, ``"tlps"`` or ``"l1_mad"`` (static).
     """
 
     sorted_x: Float[Array, "D n"]
     scale: Float[Array, " D"]
+    integer: Bool[Array, " D"]
     kind: str = eqx.field(static=True)
 
 
@@ -121,7 +126,8 @@ def recourse_cost(x_train: Float[Array, "n D"], kind: CostKind = "mps") -> Recou
     std = 1.4826 * x.std(axis=0)
     scale = np.where(mad > 0, mad, np.where(std > 0, std, 1.0))
     dt = jnp.float32
-    return RecourseCost(jnp.asarray(np.sort(x, axis=0).T, dt), jnp.asarray(scale, dt), kind)
+    integer = (x == np.round(x)).all(axis=0)
+    return RecourseCost(jnp.asarray(np.sort(x, axis=0).T, dt), jnp.asarray(scale, dt), jnp.asarray(integer), kind)
 
 
 def _percentile(cost: RecourseCost, v: jax.Array) -> jax.Array:
@@ -269,19 +275,18 @@ def target_boxes(forest: Forest, target: int = 1, *, mode: Literal["leaves", "ce
     return jnp.asarray(out, jnp.float32)
 
 
-def _project(x: jax.Array, boxes: jax.Array) -> jax.Array:
-    """The cheapest point of every box for every instance: ``[N, R, D]``."""
-    low = jnp.nextafter(boxes[..., 0], jnp.inf)[None]  # strictly above the exclusive bound
-    high = boxes[..., 1][None]
+def _project(x: jax.Array, boxes: jax.Array, integer: jax.Array) -> jax.Array:
+    """The cheapest point of every box for every instance: ``[N, R, D]`` (integers on integer features)."""
+    low = jnp.where(integer, jnp.floor(boxes[..., 0]) + 1, jnp.nextafter(boxes[..., 0], jnp.inf))[None]
+    high = jnp.where(integer, jnp.floor(boxes[..., 1]), boxes[..., 1])[None]
     return jnp.minimum(jnp.maximum(x[:, None, :], low), high)
 
 
 @eqx.filter_jit
 def _cheapest(x, forest, boxes, constraints, cost, budget, target):
-    xp = _project(x, boxes)  # [N, R, D]
+    xp = _project(x, boxes, cost.integer)  # [N, R, D]
     a = xp - x[:, None, :]
-    nonempty = jnp.all((boxes[..., 0] < boxes[..., 1]) & (jnp.nextafter(boxes[..., 0], jnp.inf) <= boxes[..., 1]),
-                       axis=-1)[None]  # [1, R]
+    nonempty = jnp.all((xp > boxes[None, ..., 0]) & (xp <= boxes[None, ..., 1]), axis=-1)  # [N, R]  # [1, R]
     moved = a != 0
     ok = nonempty & ~jnp.any(moved & constraints.fixed, -1)
     ok &= ~jnp.any((a < 0) & constraints.increase_only, -1) & ~jnp.any((a > 0) & constraints.decrease_only, -1)

@@ -38,12 +38,12 @@ def _small_forest():
 
 
 def _brute_force(xi, m, f, cost, fixed, inc):
-    """Every combination of per-feature candidate values (x_d, each threshold, just above it)."""
+    """Every combination of per-feature candidate values (x_d, the integers either side of each threshold)."""
     thr, feat = np.asarray(f.threshold), np.asarray(f.feature)
     opts = []
     for d in range(4):
         t = thr[np.isfinite(thr) & (feat == d)].astype(np.float32)
-        opts.append(np.unique(np.concatenate([[xi[d]], t, np.nextafter(t, np.float32(np.inf))])))
+        opts.append(np.unique(np.concatenate([[xi[d]], np.floor(t), np.floor(t) + 1])))  # integer data
     pts = np.array(list(itertools.product(*opts)), np.float32)
     a = pts - xi
     ok = np.ones(len(pts), bool)
