@@ -117,7 +117,7 @@ def _run_quality(ctx):
     if p.get("standardize", False):
         x = (x - x.mean(0)) / (x.std(0) + 1e-6)
     num_fine, num_coarse = int(true_ftc.size), int(true_ftc.max()) + 1
-    kw = {k: p[k] for k in _FALCON_KEYS if k in p}
+    kw = {k: p[k] for k in _FALCON_KEYS if p.get(k) is not None}
     if "weights" in p:
         kw["weights"] = tuple(p["weights"])
     per: dict[str, list[dict]] = {}
@@ -208,8 +208,8 @@ register(QualityBenchmark(
     family=FAMILY,
     run=_run_quality,
     params={"dataset": "pbmc", "seeds": [0, 1, 2], "num_steps": 1000, "batch_size": 256, "learning_rate": 1e-3,
-            "coarse_steps": 300},
-    quick_params={"seeds": [0], "num_steps": 60, "coarse_network": False},
+            "beta": 0.005, "balance_steps": None, "num_samples": 0, "coarse_steps": 300, "coarse_network": True},
+    quick_params={"seeds": [0], "num_steps": 30, "coarse_network": False},
     description="pbmc68k: 10 cell types from 5 lineages; FALCON vs k-means (flat, within coarse), coarse-net embedding",
 ))
 
@@ -217,9 +217,9 @@ register(QualityBenchmark(
     name="finegrained.digits",
     family=FAMILY,
     run=_run_quality,
-    params={"dataset": "digits", "seeds": [0, 1, 2], "num_steps": 1000, "batch_size": 256, "learning_rate": 1e-3,
-            "coarse_steps": 300},
-    quick_params={"seeds": [0], "num_steps": 60, "coarse_network": False, "num_samples": 400},
+    params={"dataset": "digits", "seeds": [0, 1, 2], "num_steps": 1000, "batch_size": 256, "learning_rate": 3e-3,
+            "beta": 0.05, "balance_steps": 1_000_000, "num_samples": 0, "coarse_steps": 300, "coarse_network": True},
+    quick_params={"seeds": [0], "num_steps": 30, "coarse_network": False, "num_samples": 400},
     description="digits with coarse pairs {0,6}{1,7}{2,5}{3,8}{4,9}: FALCON vs k-means baselines",
 ))
 
