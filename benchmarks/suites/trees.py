@@ -161,7 +161,8 @@ register(SpeedBenchmark(
 
 # ----------------------------------------------------------------------------- quality: DRAFT on COMPAS
 
-def draft_experiment(x_all, y_all, num_rows, trees, depth, seed, time_limit_s, bootstrap=False, progress=None):
+def draft_experiment(x_all, y_all, num_rows, trees, depth, seed, time_limit_s, bootstrap=False, progress=None,
+                     one_hot_groups=()):
     """Train forests on ``num_rows`` random rows, reconstruct each, report error / time / status per T."""
     rng = np.random.default_rng(seed)
     idx = rng.choice(len(y_all), num_rows, replace=False)
@@ -173,7 +174,8 @@ def draft_experiment(x_all, y_all, num_rows, trees, depth, seed, time_limit_s, b
             progress(f"DRAFT: {t} trees, depth {depth}, bagging {bootstrap}")
         m = _sklearn_forest(x, y, t, depth, seed=seed, bootstrap=bootstrap)
         f = Forest.from_sklearn(m)
-        r = reconstruct(f, bootstrap=bootstrap, time_limit_s=time_limit_s, num_rows=num_rows if bootstrap else None)
+        r = reconstruct(f, bootstrap=bootstrap, time_limit_s=time_limit_s, num_rows=num_rows if bootstrap else None,
+                        one_hot_groups=one_hot_groups)
         err = reconstruction_error(x, r.x) if r.found else float("nan")
         out.append({"trees": t, "error": err, "wall_s": r.wall_s, "status": r.status})
     random_rows = rng.integers(0, 2, size=x.shape)
@@ -191,7 +193,8 @@ def _run_draft(ctx):
     for seed in p["seeds"]:
         for bag in p["bagging"]:
             runs, base = draft_experiment(d["x"], d["y"], p["num_rows"], p["trees"], p["depth"], seed,
-                                          p["time_limit_s"], bootstrap=bag, progress=ctx.progress)
+                                          p["time_limit_s"], bootstrap=bag, progress=ctx.progress,
+                                          one_hot_groups=d["one_hot_groups"])
             for r in runs:
                 rows.append([seed, "yes" if bag else "no", r["trees"], r["status"], r["error"], r["wall_s"]])
                 all_runs.append((bag, r))
@@ -210,7 +213,8 @@ def _run_draft(ctx):
     fig = _draft_figure(ctx, all_runs, metrics)
     note = (f"COMPAS, DRAFT's 14-bit binarisation; {p['num_rows']} training rows drawn at random per seed "
             f"(seeds {list(p['seeds'])}); scikit-learn RandomForestClassifier(max_depth={p['depth']}, "
-            "max_features='sqrt'); CP-SAT (OR-Tools) with one worker and a "
+            "max_features='sqrt'); CP-SAT (OR-Tools) with one worker, the one-hot groups (age, priors) known as in "
+            "the paper, and a "
             f"{p['time_limit_s']} s limit. Error: fraction of binary cells mismatched after the optimal row "
             "matching (Hamming cost). Baselines: uniformly random rows; every row the per-feature majority of the "
             "rows not used for training. The paper: complete reconstruction without bagging (error 0 up to "

@@ -88,7 +88,8 @@ def load_compas(encoding: str = "binary", *, allow_download: bool = True) -> dic
 
     Returns:
         ``{"x": [N, D] float32, "y": [N] int32 (1 = recidivated within two years), "feature_names":
-        tuple, "fixed": tuple of indices, "increase_only": tuple of indices}``.
+        tuple, "fixed": tuple of indices, "increase_only": tuple of indices}``; the binary encoding adds
+        ``"one_hot_groups"`` (the age bins and the priors bins).
 
     Raises:
         ValueError: an unknown encoding.
@@ -122,7 +123,7 @@ def load_compas(encoding: str = "binary", *, allow_download: bool = True) -> dic
     arrays = cached_arrays(f"compas-{encoding}", build)
     if encoding == "binary":
         return {**arrays, "feature_names": COMPAS_BINARY_FEATURES, "fixed": tuple(range(9)),
-                "increase_only": ()}
+                "increase_only": (), "one_hot_groups": ((1, 2, 3, 4, 5), (9, 10, 11, 12))}
     return {**arrays, "feature_names": COMPAS_NUMERIC_FEATURES, "fixed": tuple(range(5, 14)),
             "increase_only": (0,)}
 

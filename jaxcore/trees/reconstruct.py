@@ -112,6 +112,7 @@ def reconstruct(
     time_limit_s: float = 60.0,
     num_workers: int = 1,
     seed: int = 0,
+    one_hot_groups: Any = (),
 ) -> ReconstructionResult:
     """Reconstruct a binary training set from a forest's structure and leaf class counts (DRAFT).
 
@@ -124,6 +125,8 @@ def reconstruct(
         time_limit_s: CP-SAT's wall-clock limit, seconds.
         num_workers: CP-SAT search workers.
         seed: CP-SAT's random seed.
+        one_hot_groups: lists of feature indices that one-hot encode one attribute (exactly one is 1 in
+            every row), known to the attacker as in the paper; they prune the search a lot.
 
     Returns:
         A :class:`ReconstructionResult`.
@@ -182,6 +185,10 @@ def reconstruct(
     model = cp_model.CpModel()
     x = [[model.NewBoolVar(f"x{n}_{d}") for d in range(d_n)] for n in range(num_rows)]
     nvars = num_rows * d_n
+    for g in one_hot_groups:
+        g = [check_int(int(i), "one_hot_groups", minimum=0, maximum=d_n - 1) for i in g]
+        for n in range(num_rows):
+            model.AddExactlyOne([x[n][i] for i in g])
     if bootstrap:
         ycl = [[model.NewBoolVar(f"y{n}_{c}") for c in range(c_n)] for n in range(num_rows)]
         nvars += num_rows * c_n

@@ -275,23 +275,37 @@ def target_boxes(forest: Forest, target: int = 1, *, mode: Literal["leaves", "ce
     return jnp.asarray(out, jnp.float32)
 
 
-def _project(x: jax.Array, boxes: jax.Array, integer: jax.Array) -> jax.Array:
-    """The cheapest point of every box for every instance: ``[N, R, D]`` (integers on integer features)."""
-    low = jnp.where(integer, jnp.floor(boxes[..., 0]) + 1, jnp.nextafter(boxes[..., 0], jnp.inf))[None]
-    high = jnp.where(integer, jnp.floor(boxes[..., 1]), boxes[..., 1])[None]
-    return jnp.minimum(jnp.maximum(x[:, None, :], low), high)
+def _box_points(boxes: jax.Array, integer: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Each box's lowest and highest admissible values ``[R, D]`` (integers on integer features)."""
+    low = jnp.where(integer, jnp.floor(boxes[..., 0]) + 1, jnp.nextafter(boxes[..., 0], jnp.inf))
+    high = jnp.where(integer, jnp.floor(boxes[..., 1]), boxes[..., 1])
+    return low, high
+
+
+def _candidate_costs(cost: RecourseCost, x: jax.Array, low: jax.Array, high: jax.Array, xp: jax.Array) -> jax.Array:
+    """Costs ``[N, R]`` of the projections: each feature of ``xp`` is ``x``, ``low`` or ``high``, so the
+    percentiles are computed for ``[N, D]`` and ``[R, D]`` values only, never for ``[N, R, D]``."""
+    if cost.kind == "l1_mad":
+        return _combine(cost, _feature_costs(cost, x[:, None, :], xp))
+    qx, ql, qh = _percentile(cost, x), _percentile(cost, low), _percentile(cost, high)
+    below, above = x[:, None, :] < low[None], x[:, None, :] > high[None]
+    q1 = jnp.where(below, ql[None], jnp.where(above, qh[None], qx[:, None, :]))
+    q0 = qx[:, None, :]
+    terms = jnp.abs(q1 - q0) if cost.kind == "mps" else jnp.abs(jnp.log1p(-q1) - jnp.log1p(-q0))
+    return _combine(cost, terms)
 
 
 @eqx.filter_jit
 def _cheapest(x, forest, boxes, constraints, cost, budget, target):
-    xp = _project(x, boxes, cost.integer)  # [N, R, D]
+    low, high = _box_points(boxes, cost.integer)
+    xp = jnp.minimum(jnp.maximum(x[:, None, :], low[None]), high[None])  # [N, R, D] projections
     a = xp - x[:, None, :]
     nonempty = jnp.all((xp > boxes[None, ..., 0]) & (xp <= boxes[None, ..., 1]), axis=-1)  # [N, R]  # [1, R]
     moved = a != 0
     ok = nonempty & ~jnp.any(moved & constraints.fixed, -1)
     ok &= ~jnp.any((a < 0) & constraints.increase_only, -1) & ~jnp.any((a > 0) & constraints.decrease_only, -1)
     ok &= jnp.sum(moved, -1) <= constraints.max_changes
-    c = _combine(cost, _feature_costs(cost, x[:, None, :], xp))  # [N, R]
+    c = _candidate_costs(cost, x, low, high, xp)  # [N, R]
     n, r, d = xp.shape
     prob = _predict_proba(forest, jnp.where(ok[..., None], xp, x[:, None, :]).reshape(n * r, d)).reshape(n, r, -1)
     ok &= jnp.argmax(prob, -1) == target

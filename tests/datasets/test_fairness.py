@@ -21,6 +21,8 @@ def test_compas_binary():
     # one age bin and one priors bin per row; ProPublica's two-year recidivism rate 45.1 %
     np.testing.assert_array_equal(x[:, 1:6].sum(1), 1)
     np.testing.assert_array_equal(x[:, 9:13].sum(1), 1)
+    for g in d["one_hot_groups"]:
+        np.testing.assert_array_equal(x[:, list(g)].sum(1), 1)
     assert y.mean() == pytest.approx(0.4507, abs=1e-3)
     assert x[:, 0].mean() == pytest.approx(0.81, abs=0.01)  # 81 % men
 
