@@ -304,12 +304,23 @@ def _quadrature(g: int, dtype, rule: str = "gauss-legendre") -> tuple[Array, Arr
     return jnp.asarray((x + 1) / 2, dtype), jnp.asarray(w / 2, dtype)
 
 
-def _interval_compensator(model: NeuralTPP, state, dt, g, rule="gauss-legendre"):
-    if model.closed_compensator:
-        return model.compensator(state, dt)
+def _compensators(model: NeuralTPP, S, dt, g, rule="gauss-legendre"):
+    """``dt_i * sum_j w_j sum_k lambda_k(S_i, x_j dt_i)`` for every row ``i`` of ``S`` ``[N, D]``.
+
+    A scan over the ``g`` quadrature nodes with a rematerialised body: vmapping over the nodes would hold
+    ``[N, g, hidden]`` activations for the backward pass, and on CPU moving those through memory costs more
+    than recomputing one node's ``[N, hidden]`` activations in the backward pass.
+    """
     x, w = _quadrature(g, dt.dtype, rule)
-    lam = jax.vmap(lambda u: jnp.sum(jnp.exp(model.log_intensity(state, u * dt))))(x)
-    return dt * jnp.sum(w * lam)
+
+    @jax.checkpoint
+    def node(acc, xw):
+        xi, wi = xw
+        lam = jax.vmap(lambda s, d: jnp.sum(jnp.exp(model.log_intensity(s, xi * d))))(S, dt)
+        return acc + wi * lam, None
+
+    acc, _ = jax.lax.scan(node, jnp.zeros_like(dt), (x, w))
+    return dt * acc
 
 
 def _loglik_one(model, times, marks, mask, T, g, rule="gauss-legendre"):
@@ -319,11 +330,17 @@ def _loglik_one(model, times, marks, mask, T, g, rule="gauss-legendre"):
     dt = jnp.where(mask, times - prev, 0.0)
     logs = jax.vmap(model.log_intensity)(S[:L], dt)
     log_term = jnp.where(mask, jnp.take_along_axis(logs, marks[:, None], 1)[:, 0], 0.0)
-    comp_i = jnp.where(mask, jax.vmap(lambda s, d: _interval_compensator(model, s, d, g, rule))(S[:L], dt), 0.0)
     n = jnp.sum(mask)
     last = jnp.where(n > 0, times[jnp.maximum(n - 1, 0)], 0.0)
-    final = _interval_compensator(model, S[n], T - last, g, rule)
-    comp = jnp.sum(comp_i) + final
+    # Every interval's compensator at once, the open final interval (last event, T] as row L.
+    S_all = jnp.concatenate([S[:L], S[n][None]], axis=0)
+    dt_all = jnp.concatenate([dt, (T - last)[None]])
+    if model.closed_compensator:
+        comp_all = jax.vmap(model.compensator)(S_all, dt_all)
+    else:
+        comp_all = _compensators(model, S_all, dt_all, g, rule)
+    comp_i = jnp.where(mask, comp_all[:L], 0.0)
+    comp = jnp.sum(comp_i) + comp_all[L]
     lt = jnp.sum(log_term)
     return NeuralLikelihood(lt - comp, lt, comp, comp_i)
 
