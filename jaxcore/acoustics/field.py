@@ -43,7 +43,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from jaxcore._util import Progress, as_float_array, check_int, check_key, check_progress, check_scalar, \
     check_shape, expected
 
-from .signals import DEFAULT_RESOLUTIONS, _convolve, _mrstft, _stft
+from .signals import DEFAULT_RESOLUTIONS, _convolve, _stft
 
 __all__ = ["AcousticField", "FieldResult", "predict_rir", "train_field"]
 
@@ -267,22 +267,37 @@ class FieldResult(NamedTuple):
     history: Float[Array, " num_steps"]
 
 
-def _band_energy(x, n_fft=128, hop=32, num_bands=8):
-    """STFT power pooled into ``num_bands`` equal frequency bands: ``[..., frames, bands]``."""
+ENVELOPE_STFT = (128, 32)
+
+
+def _band_energy(x, num_bands=8):
+    """STFT power (``ENVELOPE_STFT``) pooled into ``num_bands`` equal frequency bands: ``[..., frames, bands]``."""
+    n_fft, hop = ENVELOPE_STFT
     p = _stft(x, n_fft, hop) ** 2
     k = (p.shape[-1] - 1) // num_bands * num_bands
     return p[..., :k].reshape(p.shape[:-1] + (num_bands, -1)).mean(-1)
 
 
-def _loss(field, log_noise, s, r, y, probe, waveform_weight, envelope_weight, resolutions):
+def _loss(field, log_noise, s, r, y, probe, waveform_weight, envelope_weight, resolutions, sc_weight):
     h = jax.vmap(field)(s, r)
     pred = _convolve(probe, h)[..., : y.shape[-1]] if probe is not None else h
-    loss = jnp.mean(_mrstft(pred, y, resolutions)) if resolutions else 0.0
+    sigma2 = jnp.exp(log_noise) / (0.375 * ENVELOPE_STFT[0])  # white noise: a band cell's power is sigma^2 sum(hann^2)
+    loss = 0.0
+    for n_fft, hop in resolutions:   # multi-resolution STFT loss of probe * h + noise against y
+        sp = jnp.sqrt(_stft(pred, n_fft, hop) ** 2 + (0.375 * n_fft) * sigma2[:, None, None])
+        sy = _stft(y, n_fft, hop)
+        sc = jnp.sqrt(jnp.sum((sy - sp) ** 2, (-2, -1))) / (jnp.sqrt(jnp.sum(sy**2, (-2, -1))) + 1e-12)
+        mag = jnp.mean(jnp.abs(jnp.log(sy + 1e-7) - jnp.log(sp + 1e-7)), (-2, -1))
+        loss = loss + jnp.mean(sc_weight * sc + mag) / len(resolutions)
     if envelope_weight > 0:
         ey = _band_energy(y)
         floor = 1e-10 * jnp.max(ey, (-2, -1), keepdims=True) + 1e-30
         ep = _band_energy(pred) + jnp.exp(log_noise)[:, None, None]
         loss = loss + envelope_weight * jnp.mean(jnp.abs(jnp.log(ep + floor) - jnp.log(ey + floor)))
+        # per-band Schroeder decay curves (arithmetic energy sums: no bias from the spiky early part)
+        cy = jnp.flip(jnp.cumsum(jnp.flip(ey, -2), -2), -2)
+        cp = jnp.flip(jnp.cumsum(jnp.flip(ep, -2), -2), -2)
+        loss = loss + envelope_weight * jnp.mean(jnp.abs(jnp.log(cp + floor) - jnp.log(cy + floor)))
     if waveform_weight > 0:
         loss = loss + waveform_weight * jnp.mean(jnp.sum((pred - y) ** 2, -1) / jnp.sum(y**2, -1))
     return loss
@@ -290,7 +305,7 @@ def _loss(field, log_noise, s, r, y, probe, waveform_weight, envelope_weight, re
 
 @eqx.filter_jit
 def _train(key, field, s, r, y, probe, num_steps, batch_size, learning_rate, waveform_weight, envelope_weight,
-           resolutions, progress):
+           resolutions, sc_weight, progress):
     sched = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=0.05)
     opt = optax.adam(sched)
     params, static = eqx.partition(field, eqx.is_inexact_array)
@@ -311,7 +326,7 @@ def _train(key, field, s, r, y, probe, num_steps, batch_size, learning_rate, wav
             pp, nzz = pn
             nzz = nzz if learn_noise else jax.lax.stop_gradient(nzz)
             return _loss(eqx.combine(pp, static), nzz[idx], s[idx], r[idx], y[idx], probe, waveform_weight,
-                         envelope_weight, resolutions)
+                         envelope_weight, resolutions, sc_weight)
 
         val, g = eqx.filter_value_and_grad(objective)((p, nz))
         upd, st = opt.update(g, st, (p, nz))
@@ -338,7 +353,8 @@ def train_field(
     learning_rate: float = 1e-3,
     waveform_weight: float = 0.0,
     envelope_weight: float = 1.0,
-    resolutions: tuple[tuple[int, int], ...] = DEFAULT_RESOLUTIONS,
+    spectral_convergence_weight: float = 1.0,
+    resolutions: tuple[tuple[int, int], ...] = (),
     progress: bool | Callable = False,
 ) -> FieldResult:
     """Train an :class:`AcousticField` with Adam (cosine-decayed step) on probing recordings or RIRs.
@@ -401,7 +417,8 @@ def train_field(
     learning_rate = check_scalar(learning_rate, "learning_rate", positive=True)
     waveform_weight = check_scalar(waveform_weight, "waveform_weight", nonnegative=True)
     envelope_weight = check_scalar(envelope_weight, "envelope_weight", nonnegative=True)
+    sc_weight = check_scalar(spectral_convergence_weight, "spectral_convergence_weight", nonnegative=True)
     res = tuple((check_int(a, "resolutions", minimum=2), check_int(b, "resolutions", minimum=1))
                 for a, b in resolutions)
     return _train(key, field, s, r, y, probe, num_steps, batch_size, learning_rate, waveform_weight,
-                  envelope_weight, res, progress)
+                  envelope_weight, res, sc_weight, progress)

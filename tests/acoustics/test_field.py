@@ -27,9 +27,9 @@ def test_reciprocity_exact_by_construction():
 
 def test_ablation_without_reciprocity_is_not_symmetric():
     f = _field(reciprocal=False)
-    s, r = jnp.array([[1.0, 1.0, 1.0]]), jnp.array([[3.0, 2.0, 1.5]])
-    a, b = np.asarray(predict_rir(f, s, r)), np.asarray(predict_rir(f, r, s))
-    assert np.abs(a - b).max() > 1e-6
+    s, r = jnp.array([[1.0, 1.0, 1.0]]), jnp.array([[1.3, 1.2, 1.0]])  # arrival at sample 51 of 64
+    a, b = np.asarray(predict_rir(f, s, r))[0, 56:], np.asarray(predict_rir(f, r, s))[0, 56:]
+    assert np.abs(a - b).max() > 1e-3 * np.abs(a).max()
 
 
 def test_direct_path_is_the_free_field_arrival():
@@ -42,18 +42,27 @@ def test_direct_path_is_the_free_field_arrival():
                / (4 * np.pi * 0.5)) < 0.05 / (4 * np.pi * 0.5)
 
 
-def test_self_supervised_training_reads_recordings_only():
+@pytest.fixture(scope="module")
+def probing():
+    # the shapes of train_field's docstring example (2 pairs, 64 taps, a 32-sample probe): one compile
     room = Room(DIMS, absorption=0.4, fs=8000.0)
-    s, r = random_pairs(jax.random.key(0), room, 4)
-    data = simulate_probing(jax.random.key(1), room, s, r, order=4, num_samples=64, probe_length=32)
+    s, r = random_pairs(jax.random.key(0), room, 2)
+    return simulate_probing(jax.random.key(1), room, s, r, order=4, num_samples=64, probe_length=32)
+
+
+def test_self_supervised_training_reads_recordings_only(probing):
+    data = probing
     f = _field()
-    res = train_field(jax.random.key(3), f, s, r, data.recordings, probe=data.probe, num_steps=3, batch_size=2)
+    res = train_field(jax.random.key(3), f, data.sources, data.receivers, data.recordings, probe=data.probe,
+                      num_steps=3, batch_size=2)
     assert res.history.shape == (3,) and np.all(np.isfinite(res.history))
-    # one step more on the same recordings with scrambled RIRs gives the same parameters: RIRs are never read
+    # the same recordings with the RIRs wiped give the same run: the RIRs are never read
     data2 = data._replace(rirs=jnp.zeros_like(data.rirs))
     res2 = train_field(jax.random.key(3), f, data2.sources, data2.receivers, data2.recordings, probe=data2.probe,
                        num_steps=3, batch_size=2)
     np.testing.assert_array_equal(res.history, res2.history)
+    # and the loss goes down on a longer run of the same program's shapes
+    assert float(res.history[-1]) < float(res.history[0]) + 1e-3
 
 
 def test_baselines_by_hand():
@@ -73,14 +82,13 @@ def test_baselines_by_hand():
 
 
 def test_rir_errors_zero_on_truth_and_positive_otherwise():
-    room = Room(DIMS, absorption=0.4, fs=8000.0)
-    s, r = random_pairs(jax.random.key(0), room, 4)
-    data = simulate_probing(jax.random.key(1), room, s, r, order=4, num_samples=64, probe_length=32)
-    h = jnp.tile(data.rirs, (1, 32))  # a longer signal: the metrics need a decay
+    t = jnp.arange(4000) / 8000.0
+    h = (jnp.exp(-6.9 * t / 0.3) * jax.random.normal(jax.random.key(0), (4000,)))[None]
     e = rir_errors(h, h, 8000.0)
     assert all(float(jnp.max(v)) < 1e-5 for v in e)
-    e2 = rir_errors(0.5 * h + 0.01 * jnp.roll(h, 7, -1), h, 8000.0)
-    assert float(jnp.mean(e2.stft)) > 0.05
+    g = (jnp.exp(-6.9 * t / 0.4) * jax.random.normal(jax.random.key(1), (4000,)))[None]
+    e2 = rir_errors(g, h, 8000.0)
+    assert abs(float(e2.t60_pct[0]) - 100 / 3) < 5 and float(e2.stft[0]) > 0.1
 
 
 def test_bad_input_refused():
