@@ -46,6 +46,7 @@ class LossTerms(NamedTuple):
     entropy_gap: Float[Array, ""]
 
 
+@jax.jit
 def coarse_log_probs(logits: Float[Array, "N F"], assignment: Float[Array, "F C"]) -> Float[Array, "N C"]:
     """``log P(coarse = c | x_n) = logsumexp_{f: M[f, c] = 1} z_n[f] - logsumexp_f z_n[f]``.
 
@@ -70,6 +71,7 @@ def coarse_log_probs(logits: Float[Array, "N F"], assignment: Float[Array, "F C"
     return lse - jax.nn.logsumexp(logits, axis=1, keepdims=True)
 
 
+@jax.jit
 def coarse_cross_entropy(
     logits: Float[Array, "N F"], coarse_labels: Int[Array, " N"], assignment: Float[Array, "F C"]
 ) -> Float[Array, ""]:
@@ -85,6 +87,7 @@ def coarse_cross_entropy(
     return -jnp.mean(jnp.take_along_axis(lp, coarse_labels[:, None], axis=1))
 
 
+@jax.jit
 def fine_targets(
     teacher_logits: Float[Array, "N F"],
     coarse_labels: Int[Array, " N"],
@@ -116,6 +119,7 @@ def fine_targets(
     return tau * q + (1.0 - tau) * hard
 
 
+@jax.jit
 def fine_cross_entropy(logits: Float[Array, "N F"], targets: Float[Array, "N F"]) -> Float[Array, ""]:
     """``-mean_n sum_f targets[n, f] log softmax(z_n)[f]`` (nats).
 
@@ -128,6 +132,7 @@ def fine_cross_entropy(logits: Float[Array, "N F"], targets: Float[Array, "N F"]
     return -jnp.mean(jnp.sum(jnp.where(targets > 0, targets * logp, 0.0), axis=-1))
 
 
+@jax.jit
 def neighbour_consistency(
     logits: Float[Array, "N F"], neighbour_log_probs: Float[Array, "N K F"]
 ) -> Float[Array, ""]:
@@ -149,6 +154,7 @@ def neighbour_consistency(
     return -jnp.mean(jax.nn.logsumexp(logp[:, None, :] + r, axis=-1))
 
 
+@jax.jit
 def entropy_gap(logits: Float[Array, "N F"]) -> Float[Array, ""]:
     """``log F - H(mean_n softmax(z_n))``: zero when the mean prediction is uniform (nats).
 
@@ -162,6 +168,7 @@ def entropy_gap(logits: Float[Array, "N F"]) -> Float[Array, ""]:
     return jnp.log(logits.shape[-1]) - h
 
 
+@jax.jit
 def falcon_loss(
     logits: Float[Array, "N F"],
     teacher_logits: Float[Array, "N F"],

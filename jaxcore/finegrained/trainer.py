@@ -167,6 +167,7 @@ def fit(
     solve_every: int = 30,
     soft_label_steps: int | None = None,
     balance_steps: int | None = None,
+    assignment: Float[Array, "F C"] | None = None,
     progress: bool | Callable = False,
 ) -> FitResult:
     """Discover ``num_fine`` fine classes from coarse labels alone (FALCON), with M learned jointly.
@@ -192,6 +193,8 @@ def fit(
         solve_every: steps between solves of M. soft_label_steps: length of the soft-label phase
             (default ``0.3 num_steps``). balance_steps: steps during which ``beta`` is applied
             (default: the soft-label phase, as the reference code; ``num_steps`` keeps it on).
+        assignment: optional fixed ``[F, C]`` 0/1 M (a known hierarchy, or the oracle ablation): never
+            re-solved.
         progress: False, True (a bar) or ``fn(step, metrics)`` (called after every solve).
 
     Returns:
@@ -238,12 +241,25 @@ def fit(
         raise TypeError(expected("weights", "a tuple (w_coarse, w_fine, w_reg)", weights))
     w = [check_scalar(v, "weights", nonnegative=True) for v in weights]
     progress = check_progress(progress)
+    if assignment is not None:
+        fixed_m = np.asarray(assignment)
+        if fixed_m.shape != (num_fine, num_coarse) or not np.isin(fixed_m, (0, 1)).all() \
+                or not np.all(fixed_m.sum(1) == 1) or not np.all(fixed_m.sum(0) >= 1):
+            raise ValueError(expected("assignment", f"a [{num_fine}, {num_coarse}] 0/1 matrix with one 1 per row "
+                                      "and every column non-empty", fixed_m))
+    if neighbors is not None:
+        check_ndim(neighbors, "neighbors", 2, "a [N, K] int array")
+        nb = np.asarray(neighbors)
+        if nb.dtype.kind not in "iu" or nb.shape[0] != x.shape[0] or nb.shape[1] < 1:
+            raise ValueError(expected("neighbors", f"a [{x.shape[0]}, K] int array", f"{nb.dtype} {nb.shape}", raw=True))
+        if nb.min() < 0 or nb.max() >= x.shape[0]:
+            raise ValueError(expected("neighbors", f"indices in [0, {x.shape[0]})", nb))
+    if model is not None and not isinstance(model, FalconMLP):
+        raise TypeError(expected("model", "a FalconMLP", type(model).__name__, raw=True))
     k_init, k_m, k_train = jax.random.split(key, 3)
     if model is None:
         model = FalconMLP(x.shape[1], num_fine, width=width, depth=depth, key=k_init)
-    if not isinstance(model, FalconMLP):
-        raise TypeError(expected("model", "a FalconMLP", type(model).__name__, raw=True))
-    if model.in_size != x.shape[1] or model.num_classes != num_fine:
+    elif model.in_size != x.shape[1] or model.num_classes != num_fine:
         raise ValueError(expected("model", f"a FalconMLP with in_size {x.shape[1]} and num_classes {num_fine}",
                                   f"in_size {model.in_size}, num_classes {model.num_classes}", raw=True))
     if neighbors is None:
@@ -254,28 +270,24 @@ def fit(
                                       f"a class with {smallest}", raw=True))
         nbrs = knn_graph(x, min(num_neighbors, smallest - 1), groups=y).indices
     else:
-        check_ndim(neighbors, "neighbors", 2, "a [N, K] int array")
-        nb = np.asarray(neighbors)
-        if nb.dtype.kind not in "iu" or nb.shape[0] != x.shape[0] or nb.shape[1] < 1:
-            raise ValueError(expected("neighbors", f"a [{x.shape[0]}, K] int array", f"{nb.dtype} {nb.shape}", raw=True))
-        if nb.min() < 0 or nb.max() >= x.shape[0]:
-            raise ValueError(expected("neighbors", f"indices in [0, {x.shape[0]})", nb))
         nbrs = jnp.asarray(nb, jnp.int32)
 
     dt = x.dtype
     yj = jnp.asarray(y, jnp.int32)
     # The reference code's first M: a random cost softmax(randn) [F, C], here divided by F so that it is
     # in the units of the training costs (entries summing to 1), on which beta acts.
-    init_cost = jax.nn.softmax(jax.random.normal(k_m, (num_fine, num_coarse)), -1) / num_fine
-    m0 = solve_assignment(np.asarray(init_cost), beta)
-    assignment = m0.assignment.astype(dt)
+    if assignment is None:
+        init_cost = jax.nn.softmax(jax.random.normal(k_m, (num_fine, num_coarse)), -1) / num_fine
+        m0 = solve_assignment(np.asarray(init_cost), beta)
+        fixed, ftc, assignment = False, m0.fine_to_coarse, m0.assignment.astype(dt)
+    else:
+        fixed, ftc, assignment = True, jnp.asarray(fixed_m.argmax(1), jnp.int32), jnp.asarray(fixed_m, dt)
     params, static = eqx.partition(model, eqx.is_inexact_array)
     teacher = params
     opt_state = optax.adamw(lr, weight_decay=wd).init(params)
     hp = tuple(jnp.asarray(v, dt) for v in (lr, wd, decay, temp, soft, *w))
     prog = Progress(progress, num_steps, "finegrained.fit")
     hists, done, ci = [], 0, 0
-    ftc = m0.fine_to_coarse
     while done < num_steps:
         length = min(solve_every, num_steps - done)
         params, teacher, opt_state, cost, hist = _train_chunk(
@@ -285,7 +297,7 @@ def fit(
         done += length
         ci += 1
         hists.append({k: v[:length] for k, v in hist.items()})
-        if done < num_steps:
+        if done < num_steps and not fixed:
             sol = solve_assignment(np.asarray(cost, np.float64), beta if done < balance else 0.0)
             assignment, ftc = sol.assignment.astype(dt), sol.fine_to_coarse
         prog.report(done, {"loss": float(hist["total"][-1])})

@@ -35,11 +35,15 @@ def test_blobs_recovered_exactly(blobs):
     assert fg.embed(r.teacher, x).shape == (120, 32)
 
 
-def test_fit_coarse_learns_coarse_labels(blobs):
-    x, _, coarse, _ = blobs
-    r = fg.fit_coarse(jax.random.key(0), x, coarse, width=8, depth=1, num_steps=50, batch_size=4,
-                      learning_rate=1e-2)
-    assert np.mean(np.asarray(fg.predict(r.model, x)) == np.asarray(coarse)) == 1.0
+def test_fixed_assignment_is_kept(blobs):
+    x, fine, coarse, ftc = blobs
+    m = np.eye(2, dtype=np.float32)[[1, 1, 0, 0]]  # a wrong hierarchy: fine 0, 1 under coarse 1
+    r = fg.fit(jax.random.key(1), x, coarse, 4, num_steps=600, num_neighbors=5, width=32, depth=2,
+               learning_rate=1e-2, batch_size=64, beta=0.05, balance_steps=600, assignment=m)
+    assert np.array_equal(np.asarray(r.assignment), m) and np.asarray(r.fine_to_coarse).tolist() == [1, 1, 0, 0]
+    pred = np.asarray(fg.predict(r.teacher, x))
+    # the coarse labels are still honoured: coarse-0 samples go to fine classes 2, 3
+    assert np.all(np.isin(pred[np.asarray(coarse) == 0], [2, 3]))
 
 
 def test_bad_input(blobs):
@@ -62,5 +66,7 @@ def test_bad_input(blobs):
         fg.fit(k, x, coarse, 4, ema_decay=1.0)
     with pytest.raises(ValueError, match="model: expected a FalconMLP with"):
         fg.fit(k, x, coarse, 4, model=fg.FalconMLP(8, 3, key=k))
+    with pytest.raises(ValueError, match="assignment: expected"):
+        fg.fit(k, x, coarse, 4, assignment=np.ones((4, 2)))
     with pytest.raises(ValueError, match="features: expected 8 columns"):
         fg.predict(fg.FalconMLP(8, 3, key=k), np.ones((2, 7)))
