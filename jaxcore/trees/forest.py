@@ -245,17 +245,18 @@ def _tree_leaf(feature, threshold, x):
 
 
 def _select_leaves(feature, threshold, x):
-    """Leaf slots ``[n, T]`` of shallow trees without gathers on node ids: every node's decision at once
-    (``[n, T, 2**H - 1]``), then per level the decision of the node reached, picked by comparisons."""
+    """Leaf slots ``[n, T]`` of shallow trees without gathers on node ids: every node's decision for every
+    tree at once (``2**H - 1`` arrays ``[n, T]``), then per level the decision of the node reached,
+    picked by comparisons."""
     t_n, n_int = feature.shape
     depth = (n_int + 1).bit_length() - 1
-    bits = (x[:, feature.reshape(-1)] > threshold.reshape(-1)).reshape(x.shape[0], t_n, n_int)
+    bits = [x[:, feature[:, i]] > threshold[:, i] for i in range(n_int)]  # each [n, T]
     pos = jnp.zeros((x.shape[0], t_n), jnp.int32)
     for level in range(depth):
         base = 2 ** level - 1
-        b = jnp.zeros((x.shape[0], t_n), bool)
-        for k in range(2 ** level):
-            b = b | ((pos == k) & bits[:, :, base + k])
+        b = bits[base]
+        for k in range(1, 2 ** level):
+            b = jnp.where(pos == k, bits[base + k], b)
         pos = 2 * pos + b.astype(jnp.int32)
     return pos
 
@@ -265,19 +266,34 @@ def _gather_leaves(feature, threshold, x):
     return jax.vmap(per_tree, in_axes=(None, None, 0))(feature, threshold, x)  # rows
 
 
-_CHUNK = 2048  # rows per block: the blocks' decisions stay in cache (measured 1.8x faster than unblocked)
 _SELECT_MAX_DEPTH = 4  # shallower trees: all decisions then selection; deeper: a gather per level
+_CHUNK_GATHER = 2048  # rows per block of the gather path (measured 1.8x faster than unblocked)
+_CHUNK_SELECT = 65536  # rows per block of the selection path (bounds the decisions' memory)
+
+
+def _blocked(fn, x: jax.Array, chunk: int) -> jax.Array:
+    n = x.shape[0]
+    if n <= chunk:
+        return fn(x)
+    pad = (-n) % chunk
+    blocks = jnp.pad(x, ((0, pad), (0, 0))).reshape(-1, chunk, x.shape[1])
+    out = jax.lax.map(fn, blocks)
+    return out.reshape((n + pad,) + out.shape[2:])[:n]
 
 
 def _apply_impl(forest: Forest, x: jax.Array) -> jax.Array:
-    fn = _select_leaves if forest.depth <= _SELECT_MAX_DEPTH else _gather_leaves
-    n = x.shape[0]
-    if n <= _CHUNK:
-        return fn(forest.feature, forest.threshold, x)
-    pad = (-n) % _CHUNK
-    blocks = jnp.pad(x, ((0, pad), (0, 0))).reshape(-1, _CHUNK, x.shape[1])
-    out = jax.lax.map(lambda c: fn(forest.feature, forest.threshold, c), blocks)
-    return out.reshape(n + pad, forest.num_trees)[:n]
+    if forest.depth <= _SELECT_MAX_DEPTH:
+        return _blocked(lambda c: _select_leaves(forest.feature, forest.threshold, c), x, _CHUNK_SELECT)
+    return _blocked(lambda c: _gather_leaves(forest.feature, forest.threshold, c), x, _CHUNK_GATHER)
+
+
+def _proba_block(forest: Forest, x: jax.Array) -> jax.Array:
+    """Mean leaf probabilities of a block of rows: one flat 1-D lookup per class (measured several times
+    faster on CPU than a 2-D gather of ``[n, T, C]`` or a one-hot contraction)."""
+    leaves = _apply_impl(forest, x) + jnp.arange(forest.num_trees, dtype=jnp.int32) * forest.num_leaves
+    cols = [jnp.mean(jnp.take(forest.leaf_value[:, :, c].reshape(-1), leaves, mode="clip"), axis=1)
+            for c in range(forest.num_classes)]
+    return jnp.stack(cols, axis=-1)
 
 
 @eqx.filter_jit
@@ -287,10 +303,8 @@ def _apply(forest: Forest, x: jax.Array) -> jax.Array:
 
 @eqx.filter_jit
 def _predict_proba(forest: Forest, x: jax.Array) -> jax.Array:
-    leaves = _apply_impl(forest, x)  # [N, T]
-    t = jnp.arange(forest.num_trees)
-    vals = forest.leaf_value[t[None, :], leaves]  # [N, T, C]
-    return jnp.mean(vals, axis=1)
+    chunk = _CHUNK_SELECT if forest.depth <= _SELECT_MAX_DEPTH else _CHUNK_GATHER
+    return _blocked(lambda c: _proba_block(forest, c), x, chunk)
 
 
 def apply(forest: Forest, x: Float[Array, "N D"]) -> Int[Array, "N T"]:
