@@ -20,7 +20,9 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .._util.checks import check_bool, check_int, expected
+import numpy as np
+
+from .._util.checks import check_bool, check_int, error_if, expected
 from .model import Intervention, Llama, _final_norm, _head_weight, _run_layers, check_intervention, check_model, \
     check_tokens
 
@@ -47,12 +49,6 @@ def _logits(h, w, vocab_first):
     return lax.dot_general(h.astype(w.dtype), w, dims, preferred_element_type=h.dtype)
 
 
-def _target_logit(h, w, t, vocab_first):
-    rows = jnp.take(w, t, axis=0 if vocab_first else 1, mode="clip")
-    rows = rows if vocab_first else rows.T
-    return jnp.sum(_rounded(h, w) * rows.astype(h.dtype), axis=-1)
-
-
 def _rounded(h, w):
     """``h`` rounded to the weight dtype (as the head products see it), in h's dtype."""
     return h.astype(w.dtype).astype(h.dtype)
@@ -63,21 +59,31 @@ def _blocks(vocab, chunk):
     return vocab // chunk, vocab % chunk
 
 
-def _lse(h, w, chunk, vocab_first):
-    """Row-wise ``logsumexp`` of the logits, accumulated over vocabulary chunks (online)."""
+def _lse(h, w, t, chunk, vocab_first):
+    """Row-wise ``logsumexp`` of the logits, accumulated over vocabulary chunks (online), and each row's target
+    logit read from the same chunk products (``t [N]`` in ``[0, V)``).
+
+    Reading the target logit from the products the normaliser sums (rather than a separate row gather,
+    whose dot product rounds in another order) keeps ``z_t - logsumexp(z)`` exact when the logits are so
+    large that one rounding step of them exceeds the log-probability itself (``|z| ~ 1e31`` in float32).
+    """
     vocab = w.shape[0 if vocab_first else 1]
     num, rem = _blocks(vocab, chunk)
 
-    def add(acc, z):
-        return jnp.logaddexp(acc, jax.nn.logsumexp(z, axis=-1))
+    def add(carry, z, start):
+        acc, zt = carry
+        idx = t - start
+        inside = (idx >= 0) & (idx < z.shape[-1])
+        picked = jnp.take_along_axis(z, jnp.clip(idx, 0, z.shape[-1] - 1)[:, None], axis=-1)[:, 0]
+        return jnp.logaddexp(acc, jax.nn.logsumexp(z, axis=-1)), jnp.where(inside, picked, zt)
 
-    acc = jnp.full(h.shape[:1], -jnp.inf, h.dtype)
+    carry = (jnp.full(h.shape[:1], -jnp.inf, h.dtype), jnp.zeros(h.shape[:1], h.dtype))
     if num:
-        acc = lax.fori_loop(0, num, lambda i, a: add(a, _logits(h, _slice(w, i * chunk, chunk, vocab_first),
-                                                                    vocab_first)), acc)
+        carry = lax.fori_loop(0, num, lambda i, c: add(c, _logits(h, _slice(w, i * chunk, chunk, vocab_first),
+                                                                  vocab_first), i * chunk), carry)
     if rem:
-        acc = add(acc, _logits(h, _slice(w, num * chunk, rem, vocab_first), vocab_first))
-    return acc
+        carry = add(carry, _logits(h, _slice(w, num * chunk, rem, vocab_first), vocab_first), num * chunk)
+    return carry
 
 
 def _grad_block(z, lse, g):
@@ -130,7 +136,8 @@ def _bwd_saved(h, w, z, lse, g, vocab_first):
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
 def _logprobs(h, w, t, chunk, vocab_first):
-    return _target_logit(h, w, t, vocab_first) - _lse(h, w, chunk, vocab_first)
+    lse, zt = _lse(h, w, t, chunk, vocab_first)
+    return zt - lse
 
 
 def _save(h, w, vocab_first):
@@ -141,9 +148,11 @@ def _logprobs_fwd(h, w, t, chunk, vocab_first):
     if _save(h, w, vocab_first):
         z = _logits(h, w, vocab_first)
         lse = jax.nn.logsumexp(z, axis=-1)
+        zt = jnp.take_along_axis(z, t[:, None], axis=-1)[:, 0]
     else:
-        z, lse = None, _lse(h, w, chunk, vocab_first)
-    return _target_logit(h, w, t, vocab_first) - lse, (h, w, t, z, lse)
+        lse, zt = _lse(h, w, t, chunk, vocab_first)
+        z = None
+    return zt - lse, (h, w, t, z, lse)
 
 
 def _logprobs_bwd(chunk, vocab_first, res, g):
@@ -166,14 +175,17 @@ _logprobs.defvjp(_logprobs_fwd, _logprobs_bwd)
 
 
 def next_token_logprobs(hidden: Float[Array, "*batch d"], weight: Float[Array, "V d"], targets: Int[Array, "*batch"],
-                        *, chunk_size: int = DEFAULT_CHUNK, vocab_first: bool = True) -> Float[Array, "*batch"]:
+                        *, chunk_size: int = DEFAULT_CHUNK, vocab_first: bool = True,
+                        check_ids: bool = True) -> Float[Array, "*batch"]:
     """``log softmax(hidden @ W^T)[targets]`` without materialising the ``[..., V]`` logits.
 
     ``log p_n = h_n . w_{t_n} - logsumexp_v h_n . w_v``: the normaliser is accumulated over vocabulary
     chunks of ``chunk_size`` (the last chunk may be shorter), the target logit is a row gather of
     ``W``. Differentiable in ``hidden`` and ``weight`` (a custom VJP: ``g (onehot - softmax)``,
-    recomputed per chunk, or from the kept logits when ``N V <= SAVE_LOGITS_MAX``). Traceable; the
-    caller validates ``targets`` (an id outside ``[0, V)`` is clipped by the gather).
+    recomputed per chunk, or from the kept logits when ``N V <= SAVE_LOGITS_MAX``). The target logit is
+    read from the same products the normaliser sums, so the result is exact (0 for a row whose target
+    dominates) even when the logits' rounding step exceeds the log-probability (``|z| ~ 1e31`` in
+    float32). Concrete ``targets`` are range-checked on the host; traced ones at run time (``check_ids``).
 
     Args:
         hidden: ``[..., d]`` float rows (float32, or float64 under ``jax_enable_x64``); the compute dtype.
@@ -182,13 +194,15 @@ def next_token_logprobs(hidden: Float[Array, "*batch d"], weight: Float[Array, "
         targets: ``[...]`` int ids in ``[0, V)``.
         chunk_size: vocabulary columns per block, >= 1.
         vocab_first: whether ``weight`` is ``[V, d]`` (else ``[d, V]``).
+        check_ids: check traced ``targets`` (a caller's ``jit``) at run time with an ``error_if`` (a host
+            callback in the compiled program); ``False`` for a caller that validated them once.
 
     Returns:
         ``[...]`` log-probabilities (nats), in ``hidden``'s dtype.
 
     Raises:
         TypeError: non-integer targets, non-float arrays.
-        ValueError: shapes that do not match.
+        ValueError: shapes that do not match; a target id outside ``[0, V)`` (at run time under ``jit``).
 
     Examples:
         >>> import jax, jax.numpy as jnp
@@ -215,6 +229,14 @@ def next_token_logprobs(hidden: Float[Array, "*batch d"], weight: Float[Array, "
                                   f"last axis {hidden.shape[-1:]}", f"shape {weight.shape}", raw=True))
     if targets.shape != hidden.shape[:-1]:
         raise ValueError(expected("targets", f"shape {hidden.shape[:-1]}", f"shape {targets.shape}", raw=True))
+    vocab = weight.shape[0 if vocab_first else 1]
+    if isinstance(targets, jax.core.Tracer):
+        if check_bool(check_ids, "check_ids"):
+            targets = error_if(targets, (targets < 0) | (targets >= vocab), "targets", f"token ids in [0, {vocab})")
+    else:
+        a = np.asarray(targets)
+        if a.size and (a.min() < 0 or a.max() >= vocab):
+            raise ValueError(expected("targets", f"token ids in [0, {vocab})", int(a[(a < 0) | (a >= vocab)][0])))
     return head_logprobs(hidden, weight, targets, chunk, vocab_first)
 
 

@@ -160,3 +160,29 @@ def test_model_logprobs_errors():
         model_logprobs(model, jnp.array([[1, 61]]))
     with pytest.raises(ValueError, match="chunk_size: expected"):
         model_logprobs(model, jnp.array([[1, 2]]), chunk_size=0)
+
+
+def test_target_ids_outside_the_vocabulary_are_refused_eagerly_and_under_jit():
+    h = jax.random.normal(jax.random.key(0), (3, 8))
+    w = jax.random.normal(jax.random.key(1), (64, 8))
+    for bad in (64, -1):
+        with pytest.raises(ValueError, match=r"targets: expected token ids in \[0, 64\), got " + str(bad)):
+            next_token_logprobs(h, w, jnp.array([0, bad, 5]))
+    f = jax.jit(lambda t: next_token_logprobs(h, w, t))
+    with pytest.raises(Exception, match=r"targets"):
+        jax.block_until_ready(f(jnp.array([0, 64, 5])))
+    g = jax.jit(lambda t: next_token_logprobs(h, w, t, check_ids=False))
+    assert np.allclose(g(jnp.array([0, 3, 5])), f(jnp.array([0, 3, 5])))
+
+
+@pytest.mark.parametrize("chunk_size", [7, 64])
+def test_exact_at_float32_extremes_where_one_rounding_step_exceeds_the_log_probability(chunk_size):
+    h = jax.random.normal(jax.random.key(0), (3, 32)) * 1e30
+    w = jax.random.normal(jax.random.key(0), (64, 32))
+    t = jnp.array([0, 5, 63])
+    z = np.asarray(h, np.float64) @ np.asarray(w, np.float64).T
+    ref = z[np.arange(3), np.asarray(t)] - (z.max(1) + np.log(np.exp(z - z.max(1, keepdims=True)).sum(1)))
+    lp = np.asarray(next_token_logprobs(h, w, t, chunk_size=chunk_size), np.float64)
+    assert lp[0] == 0.0 and ref[0] == 0.0  # the target is the arg-max row: log p = 0, not 1e24
+    # the other rows are -1e30-scale: agree to float32's relative precision
+    np.testing.assert_allclose(lp[1:], ref[1:], rtol=1e-5)
