@@ -204,13 +204,14 @@ def reconstruct(
         objective = []
     for t in range(t_n):
         if bootstrap:
-            occ = []
+            # eta[n] = occurrences of row n in tree t's bootstrap sample, one-hot q[n][k] for the objective
+            eta = [model.NewIntVar(0, max_occurrences, f"eta{t}_{n}") for n in range(num_rows)]
             for n in range(num_rows):
                 ks = [model.NewBoolVar(f"q{t}_{n}_{k}") for k in range(max_occurrences + 1)]
-                model.AddExactlyOne(ks)
-                occ.append(ks)
+                model.AddMapDomain(eta[n], ks)
                 objective += [int(round(1000 * logp[k])) * ks[k] for k in range(max_occurrences + 1)]
-            nvars += num_rows * (max_occurrences + 1)
+            model.Add(sum(eta) == int(totals[t].sum()))  # the bootstrap draws N rows
+            nvars += num_rows * (max_occurrences + 2)
         leaf_terms: dict[tuple[int, int], list] = {}
         for n in range(num_rows):
             zs = []
@@ -231,18 +232,18 @@ def reconstruct(
             for leaf, z in zs:
                 if not bootstrap:
                     leaf_terms.setdefault((leaf, int(class_of[n])), []).append(z)
-                else:
-                    for c in range(c_n):
-                        # w = occurrences of row n in leaf l when its class is c
-                        both = model.NewBoolVar("")
-                        model.AddBoolAnd([z, ycl[n][c]]).OnlyEnforceIf(both)
-                        model.AddBoolOr([z.Not(), ycl[n][c].Not()]).OnlyEnforceIf(both.Not())
-                        for k in range(1, max_occurrences + 1):
-                            u = model.NewBoolVar("")
-                            model.AddBoolAnd([both, occ[n][k]]).OnlyEnforceIf(u)
-                            model.AddBoolOr([both.Not(), occ[n][k].Not()]).OnlyEnforceIf(u.Not())
-                            leaf_terms.setdefault((leaf, c), []).append(k * u)
-                        nvars += 1 + max_occurrences
+                    continue
+                for c in range(c_n):
+                    if counts[t, leaf, c] == 0:  # a row of class c in this leaf was out of the bag
+                        model.Add(eta[n] == 0).OnlyEnforceIf([z, ycl[n][c]])
+                        continue
+                    # occurrences of row n in leaf l as class c: eta[n] when it is there with that class
+                    occ = model.NewIntVar(0, max_occurrences, "")
+                    model.Add(occ == eta[n]).OnlyEnforceIf([z, ycl[n][c]])
+                    model.Add(occ == 0).OnlyEnforceIf(z.Not())
+                    model.Add(occ == 0).OnlyEnforceIf(ycl[n][c].Not())
+                    leaf_terms.setdefault((leaf, c), []).append(occ)
+                    nvars += 1
         for leaf in range(forest.num_leaves):
             if paths[t][leaf] is None:
                 continue
