@@ -9,12 +9,14 @@ Speed:
   pyroomacoustics reads its sinc from a table that jaxcore's ``lut`` mode rebuilds). Target >= 1x;
   the growth exponent in the order comes from ``--scaling``.
 - ``acoustics.train_step``: 10 Adam steps of the field (grid + reciprocal MLP + envelope decoder,
-  the probe convolution and the noise-aware STFT losses) on batches of 16 recordings, against the same
-  network and loss written here in PyTorch (eager, float32, CPU). Agreement: both start from the same
-  parameters; the first step's loss must agree to 1e-3 relative.
+  the probe convolution and the noise-aware band-energy and Schroeder-curve losses) on batches of 16 recordings, against the same
+  network and loss written here in PyTorch (eager, float32, CPU, Adam). Agreement: both start from the
+  same parameters and draw the same minibatches; the first step's loss must agree to 1e-3 relative.
 
 Quality (``acoustics.field``, the paper's experiment in kind): agents at random positions in a simulated
-room (ISM, order 24, 8 kHz, 0.256 s RIRs); one emits a 64-sample white-noise probe, the other records
+room (ISM, order 24, 8 kHz, 0.256 s RIRs, high-passed at 30 Hz: every image arrival is positive, and the
+offset this leaves, 1.4x the RIR's norm here, is an artefact of the model that pyroomacoustics also
+filters out by default); one emits a 64-sample white-noise probe, the other records
 ``probe * h + noise`` at 30 dB SNR. Methods see the recordings of the training pairs only; they are
 scored on unseen pairs against the true RIRs: T60 error (%, T20 fit), |C50 error| (dB), |EDT error|
 (ms) and the log-magnitude STFT error, each a mean over test pairs with a 95% interval. Baselines:
@@ -116,7 +118,6 @@ register(SpeedBenchmark(
 # ----------------------------------------------------------------------------- field train step vs PyTorch
 
 _TS_N, _TS_T, _TS_B = 2048, 64, 16
-_TS_RES = ((256, 64), (128, 32), (64, 16))
 
 
 @functools.lru_cache(maxsize=4)
@@ -133,7 +134,7 @@ def _ts_setup(size, key):
     steps = int(size["steps"])
     return Case(args=(field, data.sources, data.receivers, data.recordings, data.probe),
                 static={"num_steps": steps},
-                baseline_args={"torch": (field, data, steps)}, work=steps * _TS_B, work_unit="pair-steps")
+                baseline_args={"torch": (field, data)}, work=steps * _TS_B, work_unit="pair-steps")
 
 
 def _ts_kernel(field, s, r, y, probe, num_steps):
@@ -221,15 +222,7 @@ def _torch_stft(x, n_fft, hop):
 def _torch_loss(pred, y, log_noise):
     import torch
 
-    sigma2 = torch.exp(log_noise) / 48.0
     loss = 0
-    for n_fft, hop in _TS_RES:
-        sp = torch.sqrt(_torch_stft(pred, n_fft, hop) ** 2 + 0.375 * n_fft * sigma2[:, None, None])
-        sy = _torch_stft(y, n_fft, hop)
-        sc = torch.sqrt(torch.sum((sy - sp) ** 2, (-2, -1))) / (torch.sqrt(torch.sum(sy**2, (-2, -1))) + 1e-12)
-        mag = torch.mean(torch.abs(torch.log(sy + 1e-7) - torch.log(sp + 1e-7)), (-2, -1))
-        loss = loss + torch.mean(sc + mag) / len(_TS_RES)
-
     def band(x):
         p = _torch_stft(x, 128, 32) ** 2
         return p[..., :64].reshape(p.shape[:-1] + (8, 8)).mean(-1)
@@ -237,7 +230,10 @@ def _torch_loss(pred, y, log_noise):
     ey = band(y)
     floor = 1e-10 * ey.amax((-2, -1), keepdim=True) + 1e-30
     ep = band(pred) + torch.exp(log_noise)[:, None, None]
-    return loss + torch.mean(torch.abs(torch.log(ep + floor) - torch.log(ey + floor)))
+    loss = loss + torch.mean(torch.abs(torch.log(ep + floor) - torch.log(ey + floor)))
+    cy = torch.flip(torch.cumsum(torch.flip(ey, (-2,)), -2), (-2,))
+    cp = torch.flip(torch.cumsum(torch.flip(ep, (-2,)), -2), (-2,))
+    return loss + torch.mean(torch.abs(torch.log(cp + floor) - torch.log(cy + floor)))
 
 
 def _torch_train(field, data, num_steps):
@@ -256,12 +252,14 @@ def _torch_train(field, data, num_steps):
                 for i in range(y.shape[0])]))
         noise = (start - np.log(1e3)).clone().requires_grad_(True)
         opt = torch.optim.Adam(net.params() + [noise], lr=1e-3)
-        gen = torch.Generator().manual_seed(0)
+        # the minibatches jaxcore's train_field draws with key(0), so that the first losses are comparable
+        keys = jax.random.split(jax.random.key(0), num_steps)
+        batches = [np.asarray(jax.random.choice(k, y.shape[0], (_TS_B,), replace=_TS_B > y.shape[0])) for k in keys]
         first = None
         nfft = 1 << (y.shape[-1] - 1).bit_length()
         pf = torch.fft.rfft(probe, nfft)
-        for _ in range(num_steps):
-            idx = torch.randint(0, y.shape[0], (_TS_B,), generator=gen)
+        for step in range(num_steps):
+            idx = torch.as_tensor(batches[step])
             h = net(s[idx], r[idx])
             pred = torch.fft.irfft(torch.fft.rfft(h, nfft) * pf, nfft)[..., : y.shape[-1]]
             loss = _torch_loss(pred, y[idx], noise[idx])
@@ -274,8 +272,8 @@ def _torch_train(field, data, num_steps):
 
 def _ts_check(kernel_out, base_out, case):
     k, b = float(np.asarray(kernel_out)[0]), float(np.asarray(base_out)[0])
-    # different minibatch draws (JAX vs torch generators): compare the first loss to 5% (a batch's spread)
-    if not np.isfinite(k) or abs(k - b) > 0.05 * abs(b):
+    # the same parameters and minibatch: the first step's loss agrees to float32 rounding
+    if not np.isfinite(k) or abs(k - b) > 1e-3 * abs(b):
         raise AssertionError(f"first-step losses differ: jaxcore {k:.4f} vs torch {b:.4f}")
 
 
@@ -324,7 +322,8 @@ def _field_run(ctx):
     ctx.progress(f"simulating {ntr + nte} pairs in the {name} room")
     s, r = random_pairs(jax.random.key(seed), room, ntr + nte)
     data = simulate_probing(jax.random.key(seed + 1), room, s, r, order=int(p["order"]), num_samples=n,
-                            probe_length=int(p["probe_length"]), snr_db=float(p["snr_db"]))
+                            probe_length=int(p["probe_length"]), snr_db=float(p["snr_db"]),
+                            highpass_hz=p["highpass_hz"])
     tr, te = slice(0, ntr), slice(ntr, ntr + nte)
     truth = data.rirs[te]
     deconv = wiener_deconvolve(data.recordings[tr], data.probe, n, snr_db=float(p["snr_db"]))
@@ -372,7 +371,7 @@ def _field_run(ctx):
         title=f"{name} room {dims} m, {ntr} training / {nte} unseen pairs: errors on unseen pairs (mean ± 95% CI)",
         columns=["method", "T60 error %", "C50 error dB", "EDT error ms", "STFT log10-mag error"],
         rows=rows,
-        note=(f"ISM order {p['order']}, {fs:.0f} Hz, {n} samples; probe {p['probe_length']} samples of white noise; "
+        note=(f"ISM order {p['order']}, {fs:.0f} Hz, {n} samples, high-pass {p['highpass_hz']} Hz; probe {p['probe_length']} samples of white noise; "
               f"recordings at {p['snr_db']} dB SNR; field {p['num_steps']} Adam steps, batch {p['batch_size']}; "
               "baselines interpolate Wiener-deconvolved training recordings (the same information the field sees)"))
     fig = _figure(ctx.out_dir, name, truth, preds, fs, histories)
@@ -417,10 +416,10 @@ register(QualityBenchmark(
     family=FAMILY,
     run=_field_run,
     params={"room": "office", "seed": 0, "num_train": 200, "num_test": 50, "fs": 8000.0, "num_samples": 2048,
-            "order": 24, "probe_length": 64, "snr_db": 30.0, "num_steps": 600, "batch_size": 16,
-            "learning_rate": 3e-3, "width": 256, "depth": 3, "grid_size": 8, "supervised": True,
+            "order": 24, "probe_length": 64, "snr_db": 30.0, "highpass_hz": 30.0, "num_steps": 800, "batch_size": 16,
+            "learning_rate": 3e-3, "width": 256, "depth": 3, "grid_size": 8, "supervised": False,
             "ablations": False},
-    quick_params={"num_train": 40, "num_test": 10, "num_samples": 512, "order": 6, "num_steps": 20,
+    quick_params={"num_train": 40, "num_test": 10, "num_samples": 1024, "order": 8, "num_steps": 20,
                   "width": 32, "depth": 1, "supervised": False},
     description="self-supervised neural acoustic field vs interpolation on unseen source-receiver pairs",
 ))
@@ -471,13 +470,15 @@ register_reproduction(Reproduction(
            "on reciprocity and globality infers RIRs at unseen source-receiver pairs better than interpolating "
            "the recorded pairs."),
     setup=("Simulated shoebox rooms (jaxcore's ISM, order 24, 8 kHz, 2048-sample RIRs): office 5x4x3 m, hall "
-           "8x6x3.5 m, booth 4x3x2.5 m, per-wall absorption (suite `ROOMS`). 250 random training pairs and 50 unseen "
-           "test pairs per room; recordings of a 64-sample white-noise probe at 30 dB SNR. The field (8^3x16 "
-           "grid, 3x256 MLP, band-envelope decoder, analytic direct path) trains 1500 Adam steps; the baselines "
-           "(nearest pair with reciprocity, inverse distance over 4 pairs) interpolate Wiener-deconvolved "
-           "training recordings. Upper bound: the same field trained on true RIRs. Ablations: no reciprocity, "
-           "no grid. Settings (probe length, losses, steps) were chosen on the office room's first seed by the "
-           "test metrics of a separate 50-pair draw (seed 0), not on the reported seeds' test pairs. The "
-           "paper's own construction is not public; the field follows its two stated principles."),
+           "8x6x3.5 m, booth 4x3x2.5 m, per-wall absorption (suite `ROOMS`), RIRs high-passed at 30 Hz (the "
+           "ISM's positive offset). 250 random training pairs and 50 "
+           "unseen test pairs per room; recordings of a 64-sample white-noise probe at 30 dB SNR. The field "
+           "(8^3x16 grid, 3x256 MLP, band-envelope decoder, analytic direct path) trains 800 Adam steps "
+           "(learning rate 3e-3, batch 16); the baselines (nearest pair with reciprocity, inverse distance over "
+           "4 pairs) interpolate Wiener-deconvolved training recordings. Upper bound: the same field trained on "
+           "true RIRs. Ablations: no reciprocity, no grid. Settings (probe length 64 vs 1024, the loss terms, "
+           "800 vs 2000 steps, the 30 Hz high-pass) were chosen on the office room's seed-0 draw (the default run), never on the "
+           "reported cells, which use seed 1 (new positions, probe and noise). The paper's own construction is "
+           "not public; the field follows its two stated principles (reciprocity, globality)."),
     verdict=_verdict,
 ))

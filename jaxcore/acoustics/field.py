@@ -15,13 +15,18 @@ abstract, and is this library's, not the paper's:
   symmetric function of the pair (float addition and multiplication commute, so
   ``field(s, r) == field(r, s)`` bit for bit); ``reciprocal=False`` feeds ``[e(s), e(r), phi]``
   instead (an ablation of the same width).
-- Output: the RIR waveform itself, ``h = gain * MLP(features) in R^N`` (the choice stated by the
-  issue: a fixed-length RIR rather than a log-magnitude STFT plus phase).
-- Self-supervised training (:func:`train_field` with ``probe``): the loss compares the probe
-  convolved with the predicted RIR against the recording,
-  ``L = MRSTFT(probe * h_theta(s, r), y) + w ||probe * h_theta - y||^2 / ||y||^2``; the RIR itself
-  is never read. Without ``probe`` the same loss is applied to RIR targets directly (the supervised
-  upper bound of the benchmark).
+- Output: a fixed-length RIR waveform (not an STFT) built by a physical decoder (see
+  :class:`AcousticField`): the free-field direct arrival, known from the two positions, plus band-limited
+  noise carriers shaped by an MLP-predicted log-envelope over time frames and frequency bands.
+- Self-supervised training (:func:`train_field` with ``probe``): the probe convolved with the predicted
+  RIR is compared with the recording through band energies of their STFTs (128-sample frames, hop 32,
+  8 equal bands): ``L = mean |log(E(probe * h) + sigma_p^2) - log E(y)| + mean |log C(probe * h) - log C(y)|``
+  with ``C`` the per-band backward cumulative sum of ``E`` (a Schroeder curve; it matches arithmetic
+  energy, which ``C50`` and the decay times depend on) and ``sigma_p^2`` a learned white-noise level per
+  recording (the recording model's noise: without it the field fits the noise floor and its T60 runs
+  long). The RIR itself is never read. A multi-resolution STFT loss (``resolutions=``) and a waveform
+  MSE (``waveform_weight=``) can be added. Without ``probe`` the same loss is applied to RIR targets
+  directly (the supervised upper bound of the benchmark).
 
 References:
     Y. He, A. Cherian, G. Wichern, A. Markham. "Deep Neural Room Acoustics Primitive." ICML 2024.
@@ -360,9 +365,11 @@ def train_field(
     """Train an :class:`AcousticField` with Adam (cosine-decayed step) on probing recordings or RIRs.
 
     Self-supervised (``probe`` given, ``targets`` the recordings ``[P, T + N - 1]``): each step draws
-    ``batch_size`` pairs and minimises ``MRSTFT(probe * h(s, r), y) + w * relMSE(probe * h, y)``; the
-    RIRs are never read. Supervised (``probe=None``, ``targets`` the RIRs ``[P, N]``): the same loss on
-    ``h`` itself.
+    ``batch_size`` pairs and minimises the noise-aware band-energy and band-Schroeder-curve loss between
+    ``probe * h(s, r)`` and ``y`` (module docstring; each recording's noise level is learned alongside),
+    plus optionally ``MRSTFT`` and ``w * relMSE(probe * h, y)``; the RIRs are never read. Supervised
+    (``probe=None``, ``targets`` the RIRs ``[P, N]``): the same loss on ``h`` itself (noise levels fixed
+    90 dB below).
 
     Args:
         key: PRNG key (minibatch draws).
@@ -372,7 +379,9 @@ def train_field(
         probe: the emitted signal ``[T]`` or None.
         num_steps, batch_size, learning_rate: Adam settings.
         waveform_weight: ``w``, the weight of the relative waveform MSE (0: magnitude-only loss).
-        resolutions: the STFT loss's ``(n_fft, hop)`` pairs.
+        envelope_weight: the weight of the band-energy and band-Schroeder terms.
+        spectral_convergence_weight: the weight of the spectral-convergence part of the MRSTFT loss.
+        resolutions: the MRSTFT loss's ``(n_fft, hop)`` pairs (default none: no MRSTFT term).
         progress: False, True (a bar) or ``fn(step, metrics)``.
 
     Returns:

@@ -19,7 +19,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from jaxcore._util import as_float_array, check_int, check_key, check_scalar, check_shape, expected
 
 from .room import Room, image_source_rir
-from .signals import fft_convolve
+from .signals import fft_convolve, highpass
 
 __all__ = ["ProbeData", "random_pairs", "simulate_probing", "wiener_deconvolve"]
 
@@ -96,7 +96,8 @@ def random_pairs(key: PRNGKeyArray, room: Room, num_pairs: int, *, margin: float
 
 
 def simulate_probing(key: PRNGKeyArray, room: Room, sources, receivers, *, order: int, num_samples: int,
-                     probe_length: int = 1024, snr_db: float = 30.0) -> ProbeData:
+                     probe_length: int = 1024, snr_db: float = 30.0,
+                     highpass_hz: float | None = None) -> ProbeData:
     """Record a white-noise probe emitted at each source at its receiver, through the ISM RIR, plus noise.
 
     ``recording = probe * h + n`` with ``probe ~ N(0, 1)^T`` (one probe for all pairs) and white
@@ -110,6 +111,8 @@ def simulate_probing(key: PRNGKeyArray, room: Room, sources, receivers, *, order
         num_samples: RIR length ``N``.
         probe_length: ``T``.
         snr_db: recording SNR (dB).
+        highpass_hz: if set, the RIRs are high-passed first (:func:`~jaxcore.acoustics.highpass`): the
+            image-source method's positive offset is an artefact of the model, absent from real rooms.
 
     Returns:
         :class:`ProbeData`.
@@ -126,6 +129,8 @@ def simulate_probing(key: PRNGKeyArray, room: Room, sources, receivers, *, order
     probe_length = check_int(probe_length, "probe_length", minimum=1)
     snr_db = check_scalar(snr_db, "snr_db")
     rirs = image_source_rir(room, sources, receivers, order=order, num_samples=num_samples)
+    if highpass_hz is not None:
+        rirs = highpass(rirs, room.fs, highpass_hz)
     kp, kn = jax.random.split(key)
     probe = jax.random.normal(kp, (probe_length,), rirs.dtype)
     clean = fft_convolve(probe, rirs)
