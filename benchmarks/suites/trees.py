@@ -32,7 +32,8 @@ import numpy as np
 from benchmarks.registry import (Baseline, Case, QualityBenchmark, QualityResult, Reproduction, SpeedBenchmark, Table,
                                  register, register_reproduction)
 from jaxcore.datasets import load_compas, load_german
-from jaxcore.trees import (Forest, action_constraints, cheapest_actions, fit_recourse_tree, predict_proba,
+from jaxcore.trees import (Forest, action_constraints, cheapest_actions, fit_recourse_forest, fit_recourse_tree,
+                           predict_proba,
                            reconstruct, reconstruction_error, recourse_cost, target_boxes)
 
 FAMILY = "trees"
@@ -270,8 +271,9 @@ _REFERENCE = {("german", 0.0): (0.704, 0.972), ("german", 0.1): (0.696, 1.000),
               ("compas", 0.0): (0.664, 0.943), ("compas", 0.1): (0.652, 1.000)}
 
 
-def ract_experiment(name, alphas, depth, budget, seed=0, max_thresholds=32):
-    """Test accuracy, recourse ratio and mean cost of RACT trees (per alpha) and of CART."""
+def ract_experiment(name, alphas, depth, budget, seed=0, max_thresholds=32, forest_trees=0):
+    """Test accuracy, recourse ratio and mean cost of RACT trees (per alpha) and of CART; with ``forest_trees``
+    also bagged RACT forests and a scikit-learn random forest of that many trees."""
     from sklearn.tree import DecisionTreeClassifier
 
     if name == "compas":
@@ -307,6 +309,14 @@ def ract_experiment(name, alphas, depth, budget, seed=0, max_thresholds=32):
                                 max_thresholds=max_thresholds)
         sec = time.perf_counter() - t0
         out.append(("RACT tree", a, *score(fit.forest), sec))
+    if forest_trees:
+        rf = _sklearn_forest(x[tr], y[tr], forest_trees, depth, seed=seed)
+        out.append((f"random forest ({forest_trees} trees, scikit-learn)", None, *score(Forest.from_sklearn(rf)), 0.0))
+        for a in alphas:
+            t0 = time.perf_counter()
+            fit = fit_recourse_forest(jax.random.key(seed), x[tr], y[tr], cost, num_trees=forest_trees, alpha=a,
+                                      budget=budget, constraints=cons, max_depth=depth, max_thresholds=max_thresholds)
+            out.append((f"RACT forest ({forest_trees} trees)", a, *score(fit.forest), time.perf_counter() - t0))
     return out
 
 
@@ -315,11 +325,13 @@ def _run_ract(ctx):
     rows, metrics = [], {}
     for name in p["datasets"]:
         ctx.progress(f"RACT: {name}")
-        for method, a, acc, ratio, mcost, sec in ract_experiment(name, p["alphas"], p["depth"], p["budget"]):
+        for method, a, acc, ratio, mcost, sec in ract_experiment(name, p["alphas"], p["depth"], p["budget"],
+                                                                 forest_trees=p.get("forest_trees", 0)):
             ref = _REFERENCE.get((name, a)) if a is not None else None
             rows.append([name, method, "-" if a is None else a, acc, ratio, mcost, sec,
                          "-" if ref is None else f"{ref[0]:.3f} / {ref[1]:.3f}"])
-            tag = "cart" if a is None else f"alpha{a:g}"
+            kind = "forest." if "forest" in method else ""
+            tag = kind + ("cart" if a is None and not kind else ("sklearn" if a is None else f"alpha{a:g}"))
             metrics[f"trees.ract.{name}.{tag}.accuracy"] = acc
             metrics[f"trees.ract.{name}.{tag}.recourse"] = ratio
     note = (f"75/25 split (seed 0); depth {p['depth']}; MPS cost with empirical percentile CDFs, budget "
@@ -337,7 +349,7 @@ register(QualityBenchmark(
     name="trees.ract",
     family=FAMILY,
     run=_run_ract,
-    params={"datasets": ["german", "compas"], "alphas": [0.0, 0.01, 0.1], "depth": 3, "budget": 0.3},
+    params={"datasets": ["german", "compas"], "alphas": [0.0, 0.01, 0.1], "depth": 3, "budget": 0.3, "forest_trees": 0},
     quick_params={"datasets": ["german"], "alphas": [0.0, 0.1], "depth": 2},
     description="RACT trees vs CART on COMPAS and German credit: accuracy, recourse ratio, mean cost vs alpha",
 ))
