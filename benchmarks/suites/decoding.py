@@ -115,11 +115,11 @@ def _digit_ids(tok, vocab):
 
 
 def _cd_kernel(key, model, prompt, processor, new):
-    return lm.generate(key, model, prompt, max_new_tokens=new, temperature=0.0, processor=processor).tokens
+    return lm.generate(key, model, prompt, max_new_tokens=new, temperature=0.0, processor=processor, check_logits=False).tokens
 
 
 def _plain(key, model, prompt, processor, new):
-    return lm.generate(key, model, prompt, max_new_tokens=new, temperature=0.0).tokens
+    return lm.generate(key, model, prompt, max_new_tokens=new, temperature=0.0, check_logits=False).tokens
 
 
 def _hf_cd(hf, prompt, w, lam, new):

@@ -11,7 +11,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
-from .._util.checks import check_int, check_scalar, expected
+from .._util.checks import check_bool, check_int, check_scalar, error_if, expected
 from .._util.keys import check_key
 from .model import (
     _NEG,
@@ -166,6 +166,8 @@ def _generate_jit(key, model, prompt, prompt_mask, processor, sampler, intervent
             logits, pstate = processor(pstate, logits, ctx, hidden=hidden, extend=extend)
         elif processor is not None:
             logits, pstate = processor(pstate, logits, ctx)
+        # a row the sampler cannot draw from: a NaN or +inf logit, or no finite one (all -inf)
+        bad = ~done & (jnp.any(jnp.isnan(logits) | (logits == jnp.inf), axis=-1) | ~jnp.any(jnp.isfinite(logits), axis=-1))
         tok, lp = _sample(k, logits, sampler, greedy)
         mlp = jnp.take_along_axis(jax.nn.log_softmax(raw, axis=-1), tok[:, None], axis=-1)[:, 0]
         live = ~done
@@ -174,11 +176,11 @@ def _generate_jit(key, model, prompt, prompt_mask, processor, sampler, intervent
         mlp = jnp.where(live, mlp, 0.0)
         done = done | (tok == eos)  # eos = -1 when there is none
         ctx = jnp.concatenate([ctx[:, 1:], tok[:, None]], axis=1)
-        return tok, lp, mlp, live, pstate, ctx, done
+        return tok, lp, mlp, live, pstate, ctx, done, bad
 
     done0 = jnp.zeros((b,), bool)
-    tok, lp, mlp, live, pstate, ctx, done = emit(logits, pstate, ctx, done0, keys[0], hidden, ck, cv, key_mask,
-                                                 n_real)
+    tok, lp, mlp, live, pstate, ctx, done, bad = emit(logits, pstate, ctx, done0, keys[0], hidden, ck, cv, key_mask,
+                                                      n_real)
 
     def step(carry, xs):
         ck, cv, key_mask, tok, pstate, ctx, done = carry
@@ -186,14 +188,15 @@ def _generate_jit(key, model, prompt, prompt_mask, processor, sampler, intervent
         index = p_len + t
         key_mask = lax.dynamic_update_slice(key_mask, jnp.ones((b, 1), bool), (0, index))
         logits, ck, cv, hidden = _decode_step(model, ck, cv, tok, n_real + t, index, key_mask, intervention)
-        tok, lp, mlp, live, pstate, ctx, done = emit(logits, pstate, ctx, done, k, hidden, ck, cv, key_mask,
-                                                     n_real + t + 1)
-        return (ck, cv, key_mask, tok, pstate, ctx, done), (tok, lp, mlp, live)
+        tok, lp, mlp, live, pstate, ctx, done, bad = emit(logits, pstate, ctx, done, k, hidden, ck, cv, key_mask,
+                                                          n_real + t + 1)
+        return (ck, cv, key_mask, tok, pstate, ctx, done), (tok, lp, mlp, live, bad)
 
     carry = (ck, cv, key_mask, tok, pstate, ctx, done)
-    final, (toks, lps, mlps, lives) = lax.scan(step, carry, (jnp.arange(num_new - 1, dtype=jnp.int32), keys[1:]))
+    final, (toks, lps, mlps, lives, bads) = lax.scan(step, carry,
+                                                     (jnp.arange(num_new - 1, dtype=jnp.int32), keys[1:]))
     cat = lambda first, rest: jnp.concatenate([first[:, None], rest.T], axis=1)  # noqa: E731
-    return GenerateResult(cat(tok, toks), cat(live, lives), cat(lp, lps), cat(mlp, mlps), final[4])
+    return GenerateResult(cat(tok, toks), cat(live, lives), cat(lp, lps), cat(mlp, mlps), final[4]), cat(bad, bads)
 
 
 def generate(
@@ -211,6 +214,7 @@ def generate(
     pad_token_id: int | None = None,
     intervention: Intervention | None = None,
     check_ids: bool = True,
+    check_logits: bool = True,
 ) -> GenerateResult:
     """Sample continuations of a batch of left-padded prompts with a KV cache.
 
@@ -245,14 +249,20 @@ def generate(
             (default). ``False`` skips that check, whose host callback makes JAX dispatch each call of
             the enclosing program through its Python path; only for ids validated beforehand.
             Concrete ids are always checked on the host (the compiled decoder then holds no callback).
+        check_logits: refuse a step whose logits, after the processor, no token can be drawn from (a
+            NaN or +inf logit, or every logit -inf): on the host after the program when the call is
+            not traced (it waits for the result), at run time by an ``error_if`` inside the caller's
+            ``jit``. ``False`` skips the check (such rows then draw an arbitrary token with a NaN
+            log-probability).
 
     Returns:
         A :class:`GenerateResult`.
 
     Raises:
         TypeError: bad key, model, tokens or processor.
-        ValueError: bad shapes, right-padded or empty prompts, out-of-range arguments, or
-            ``P + N`` beyond ``model.config.max_positions``.
+        ValueError: bad shapes, right-padded or empty prompts, out-of-range arguments,
+            ``P + N`` beyond ``model.config.max_positions``, or (``check_logits``) a step whose
+            processed logits hold no drawable token.
 
     Examples:
         >>> import jax, jax.numpy as jnp
@@ -302,5 +312,16 @@ def generate(
     pad = check_int(pad, "pad_token_id", minimum=0, maximum=c.vocab_size - 1)
     intervention = check_intervention(model, intervention)
     eos = jnp.asarray(-1 if eos is None else eos, jnp.int32)  # arrays: other ids do not recompile
-    return _generate_jit(key, model, prompt, mask, processor, sampler, intervention, num_new, greedy, eos,
-                         jnp.asarray(pad, jnp.int32))
+    check_logits = check_bool(check_logits, "check_logits")
+    out, bad = _generate_jit(key, model, prompt, mask, processor, sampler, intervention, num_new, greedy, eos,
+                             jnp.asarray(pad, jnp.int32))
+    what = "logits after the processor with a drawable token in every row (no NaN or +inf, not all -inf)"
+    if not check_logits:
+        return out
+    if isinstance(bad, jax.core.Tracer):
+        return error_if(out, bad, "processor", what)
+    b = np.asarray(bad)
+    if b.any():
+        row, step = (int(i) for i in np.argwhere(b)[0])
+        raise ValueError(expected("processor", what, f"row {row} at generated token {step}", raw=True))
+    return out

@@ -170,3 +170,35 @@ def test_hidden_and_extended_prefixes_equal_full_forward():
     ref = np.asarray(lm.forward_hidden(MODEL, np.concatenate(rows), np.concatenate(masks)).residual[:, -1, -1])
     for r, (t, j) in enumerate(index):
         np.testing.assert_allclose(ext[:, t, j], ref[2 * r:2 * r + 2], atol=2e-5)
+
+
+class _Spoil(lm.LogitsProcessor):
+    """Sets row 1's logits to ``value`` (all of them, or only token 3) from generated token 2 on."""
+
+    value: float = eqx.field(static=True)
+    whole_row: bool = eqx.field(static=True)
+
+    def init(self, batch_size):
+        return jnp.zeros((), jnp.int32)
+
+    def __call__(self, state, logits, context):
+        hit = (jnp.arange(logits.shape[0])[:, None] == 1) & (state >= 2)
+        if self.whole_row:
+            hit = hit & jnp.ones_like(logits, bool)
+        else:
+            hit = hit & (jnp.arange(logits.shape[1])[None] == 3)
+        return jnp.where(hit, self.value, logits), state + 1
+
+
+@pytest.mark.parametrize("value, whole_row", [(-np.inf, True), (np.nan, False)])
+def test_a_processor_leaving_no_drawable_token_is_refused_not_sampled(value, whole_row):
+    prompt = np.array([[1, 2, 3], [4, 5, 6]])
+    spoil = _Spoil(value, whole_row)
+    with pytest.raises(ValueError, match=r"processor: expected logits after the processor .* got row 1 at generated "
+                                         r"token 2"):
+        lm.generate(jax.random.key(0), MODEL, prompt, max_new_tokens=4, processor=spoil)
+    out = lm.generate(jax.random.key(0), MODEL, prompt, max_new_tokens=4, processor=spoil, check_logits=False)
+    assert np.isnan(np.asarray(out.logprobs)[1, 2:]).all()  # what the switch lets through, documented
+    f = jax.jit(lambda p: lm.generate(jax.random.key(0), MODEL, p, max_new_tokens=4, processor=spoil).tokens)
+    with pytest.raises(Exception, match="processor: expected logits after the processor"):
+        jax.block_until_ready(f(jnp.asarray(prompt)))
