@@ -96,7 +96,19 @@ def _cost(probs, labels, num_coarse):
 
 
 def assignment_objective(cost, assignment, beta: float) -> float:
-    """The program's objective ``-sum cost * M + beta (sum_c n_c^2 / C - (F / C)^2)`` in float64."""
+    """The program's objective ``-sum cost * M + beta (sum_c n_c^2 / C - (F / C)^2)`` in float64.
+
+    Args:
+        cost: ``[F, C]``. assignment: ``[F, C]`` 0/1 M. beta: the balance weight.
+
+    Returns:
+        The objective (a Python float).
+
+    Examples:
+        >>> import numpy as np
+        >>> assignment_objective(np.array([[0.5, 0.0], [0.0, 0.5]]), np.eye(2), 1.0)
+        -1.0
+    """
     cost = np.asarray(cost, np.float64)
     m = np.asarray(assignment, np.float64)
     f, c = cost.shape

@@ -329,6 +329,15 @@ def _check_model_input(model, features):
 def predict(model: FalconMLP, features: Float[Array, "N D"]) -> Int[Array, " N"]:
     """The predicted class of every row: ``argmax_f model(x_n)[f]`` (int32 ``[N]``).
 
+    Args:
+        model: a :class:`FalconMLP` (``FitResult.teacher`` for FALCON's predictions). features: ``[N, D]``.
+
+    Returns:
+        ``[N]`` int32 class indices.
+
+    Raises:
+        TypeError: ``model`` is not a :class:`FalconMLP`. ValueError: wrong feature width.
+
     Examples:
         >>> import jax
         >>> m = FalconMLP(3, 4, width=8, depth=1, key=jax.random.key(0))
@@ -339,7 +348,23 @@ def predict(model: FalconMLP, features: Float[Array, "N D"]) -> Int[Array, " N"]
 
 
 def embed(model: FalconMLP, features: Float[Array, "N D"]) -> Float[Array, "N H"]:
-    """The model's features before its head, ``[N, width]`` (for k-means on a network's embedding)."""
+    """The model's features before its head, ``relu(MLP(x_n))``, ``[N, width]`` (k-means on a network's embedding).
+
+    Args:
+        model: a :class:`FalconMLP`. features: ``[N, D]`` with ``D = model.in_size``.
+
+    Returns:
+        ``[N, width]`` float embedding.
+
+    Raises:
+        TypeError: ``model`` is not a :class:`FalconMLP`. ValueError: wrong feature width.
+
+    Examples:
+        >>> import jax
+        >>> m = FalconMLP(3, 4, width=8, depth=1, key=jax.random.key(0))
+        >>> embed(m, jax.numpy.ones((5, 3))).shape
+        (5, 8)
+    """
     return _embed(model, _check_model_input(model, features))
 
 
