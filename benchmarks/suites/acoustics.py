@@ -394,8 +394,9 @@ def _figure(out_dir, name, truth, preds, fs, histories):
     ax[0].legend(fontsize=8)
     for j in range(3):
         ax[1].plot(t, np.asarray(schroeder_decay(truth[j])), "k", lw=1, label="true" if j == 0 else None)
-        for lab, st in zip(show, ("--", "-")):
-            ax[1].plot(t, np.asarray(schroeder_decay(preds[lab][j])), st, lw=0.8, label=lab if j == 0 else None)
+        for lab, st, col in zip(show, ("--", "-"), ("tab:blue", "tab:orange")):
+            ax[1].plot(t, np.asarray(schroeder_decay(preds[lab][j])), st, color=col, lw=0.8,
+                       label=lab if j == 0 else None)
     ax[1].set(ylim=(-60, 2), xlabel="ms", ylabel="dB", title="energy decay curves, 3 unseen pairs")
     ax[1].legend(fontsize=7)
     for lab, h in histories.items():
