@@ -124,3 +124,18 @@ def test_lm_entry_points_refuse_bad_input():
     _raises(TypeError, "reward_fn", lambda: best_of_k(k, MODEL, prompt, reward_fn=3, num_candidates=2,
                                                       max_new_tokens=2))
     # rewards of the wrong shape: tests/decoding/test_lm.py::test_best_of_k_keeps_the_highest_reward (slow)
+
+
+def test_tilted_kl_does_not_cancel_at_large_strength_and_refuses_infinite_values():
+    from jaxcore.decoding import tilted_kl
+
+    z = jnp.log(jnp.array([0.5, 0.3, 0.2]))
+    q = jnp.array([1.0, 0.0, -1.0])
+    zd, qd = np.log([0.5, 0.3, 0.2]), np.array([1.0, 0.0, -1.0])
+    for lam in (0.0, 1e-3, 1.0, 30.0, 1e2, 1e6, 1e10):
+        w = zd + lam * qd
+        lpi = w - (w.max() + np.log(np.exp(w - w.max()).sum()))
+        ref = float(np.sum(np.where(np.exp(lpi) > 0, np.exp(lpi) * (lpi - zd), 0.0)))
+        assert abs(float(tilted_kl(z, q, lam)) - ref) < 2e-6 * max(1.0, ref), lam
+    assert abs(float(tilted_kl(z, q, 1e10)) - np.log(2.0)) < 1e-6  # the limit -log p(argmax q)
+    _raises(ValueError, "q", lambda: tilted_kl(z, jnp.array([jnp.inf, 0.0, 0.0]), 1.0))
