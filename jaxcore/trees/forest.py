@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxcore._util.checks import describe, expected
+from jaxcore._util.checks import describe, expected, is_concrete
 
 __all__ = ["Forest", "apply", "forest_from_arrays", "leaf_boxes", "predict_proba", "sklearn_leaf_slots"]
 
@@ -230,6 +230,9 @@ def _check_x(forest: Forest, x: Any) -> jax.Array:
         raise ValueError(expected("x", f"an array [N, {forest.num_features}]", x))
     if not jnp.issubdtype(a.dtype, jnp.floating):
         a = a.astype(jnp.float32)
+    elif is_concrete(a) and bool(jnp.any(jnp.isnan(a))):
+        raise ValueError(expected("x", "no NaN (the forest stores no missing-value directions)",
+                                  f"NaN at row {int(jnp.argmax(jnp.isnan(a).any(axis=1)))}", raw=True))
     return a
 
 
@@ -323,7 +326,7 @@ def apply(forest: Forest, x: Float[Array, "N D"]) -> Int[Array, "N T"]:
 
     Raises:
         TypeError: ``forest`` is not a :class:`Forest`.
-        ValueError: ``x`` is not ``[N, D]``.
+        ValueError: ``x`` is not ``[N, D]`` or holds NaN (checked when concrete).
 
     Examples:
         >>> import numpy as np

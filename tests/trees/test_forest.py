@@ -83,6 +83,10 @@ def test_errors():
         apply(f, x[:, :3])
     with pytest.raises(TypeError, match="forest: expected"):
         predict_proba("f", x)
+    bad = x.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="x: expected no NaN"):
+        predict_proba(f, bad)
     with pytest.raises(TypeError, match="model: expected"):
         Forest.from_sklearn(DecisionTreeClassifier())
     with pytest.raises(ValueError, match="feature: expected"):
