@@ -25,7 +25,7 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import (as_float_array, check_int, check_key, check_scalar, check_shape, error_if, expected,
+from jaxcore._util import (as_float_array, check_finite, check_int, check_key, check_scalar, check_shape, error_if, expected,
                            is_concrete)
 
 from .losses import check_prompt
@@ -75,12 +75,17 @@ def best_of_k_law(logprob: Float[Array, " n"], reward: Float[Array, " n"], num_c
     is first does not depend on its identity, so within a level the kept y follows p.)
 
     Args:
-        logprob: ``[n]`` base log-probabilities of the whole support (summing to 1 in probability).
-        reward: ``[n]`` rewards.
+        logprob: ``[n]`` base log-probabilities of the whole support (summing to 1 in probability, within
+            1e-4; ``-inf`` for zero mass).
+        reward: ``[n]`` finite rewards.
         num_candidates: K >= 1.
 
     Returns:
-        ``[n]`` probabilities.
+        ``[n]`` probabilities (0 where the base mass is 0).
+
+    Raises:
+        ValueError: a concrete ``logprob`` with NaN or +inf, or whose probabilities do not sum to 1; a
+            non-finite reward; K < 1.
 
     Examples:
         >>> import jax.numpy as jnp
@@ -91,7 +96,22 @@ def best_of_k_law(logprob: Float[Array, " n"], reward: Float[Array, " n"], num_c
     lp = as_float_array(logprob, "logprob")
     r = as_float_array(reward, "reward")
     check_shape(r, "reward", lp.shape)
+    if is_concrete(lp, r):
+        a = np.asarray(lp, np.float64)
+        if np.isnan(a).any() or (a == np.inf).any():
+            raise ValueError(expected("logprob", "log-probabilities (no NaN, no +inf)", _first(a, np.isnan(a) | (a == np.inf)),
+                                      raw=True))
+        total = float(np.exp(a).sum())
+        if abs(total - 1.0) > 1e-4:
+            raise ValueError(expected("logprob", "log-probabilities of the whole support (exp summing to 1)",
+                                      f"a total mass of {total:.6g}", raw=True))
+        check_finite(r, "reward")
     return _best_of_k_law(lp, r, jnp.asarray(k, lp.dtype))
+
+
+def _first(a, bad):
+    i = np.argwhere(bad)[0]
+    return f"{a[tuple(i)]} at index {tuple(int(j) for j in i)}"
 
 
 @jax.jit
@@ -99,7 +119,9 @@ def _best_of_k_law(lp, r, k):
     p = jnp.exp(lp)
     le = jnp.sum(jnp.where(r[None, :] <= r[:, None], p[None, :], 0.0), axis=1)
     lt = jnp.sum(jnp.where(r[None, :] < r[:, None], p[None, :], 0.0), axis=1)
-    return p / (le - lt) * (le ** k - lt ** k)
+    # a level of zero base mass is never drawn: 0, not 0 / 0
+    m = le - lt
+    return jnp.where(p > 0, p / jnp.where(m > 0, m, 1.0) * (le ** k - lt ** k), 0.0)
 
 
 def best_of_k_kl(num_candidates: int) -> float:

@@ -139,3 +139,13 @@ def test_tilted_kl_does_not_cancel_at_large_strength_and_refuses_infinite_values
         assert abs(float(tilted_kl(z, q, lam)) - ref) < 2e-6 * max(1.0, ref), lam
     assert abs(float(tilted_kl(z, q, 1e10)) - np.log(2.0)) < 1e-6  # the limit -log p(argmax q)
     _raises(ValueError, "q", lambda: tilted_kl(z, jnp.array([jnp.inf, 0.0, 0.0]), 1.0))
+
+
+def test_best_of_k_law_gives_zero_for_zero_mass_and_refuses_unnormalised_input():
+    from jaxcore.decoding import best_of_k_law
+
+    got = np.asarray(best_of_k_law(jnp.log(jnp.array([0.5, 0.5, 0.0, 0.0])), jnp.array([0.0, 1.0, 2.0, 2.0]), 2))
+    np.testing.assert_allclose(got, [0.25, 0.75, 0.0, 0.0], atol=1e-7)
+    _raises(ValueError, "logprob", lambda: best_of_k_law(jnp.zeros(4), jnp.arange(4.0), 2))  # sums to 4
+    _raises(ValueError, "logprob", lambda: best_of_k_law(jnp.array([jnp.nan, 0.0]), jnp.arange(2.0), 2))
+    _raises(ValueError, "reward", lambda: best_of_k_law(jnp.log(jnp.array([0.5, 0.5])), jnp.array([0.0, jnp.nan]), 2))
