@@ -374,9 +374,12 @@ def _field_run(ctx):
         note=(f"ISM order {p['order']}, {fs:.0f} Hz, {n} samples, high-pass {p['highpass_hz']} Hz; probe {p['probe_length']} samples of white noise; "
               f"recordings at {p['snr_db']} dB SNR; field {p['num_steps']} Adam steps, batch {p['batch_size']}; "
               "baselines interpolate Wiener-deconvolved training recordings (the same information the field sees)"))
-    fig = _figure(ctx.out_dir, name, truth, preds, fs, histories)
-    return QualityResult(tables=[table], figures=[fig] if fig else [], metrics=metrics,
-                         notes=[f"Sabine T60 of the {name} room: {float(sabine_t60(room)):.3f} s"])
+    notes = [f"Sabine T60 of the {name} room: {float(sabine_t60(room)):.3f} s"]
+    if p.get("figure", True):
+        fig = _figure(ctx.out_dir, name, truth, preds, fs, histories)
+    else:
+        fig, notes = None, notes + ["figure skipped (figure=false: the smoke run)"]
+    return QualityResult(tables=[table], figures=[fig] if fig else [], metrics=metrics, notes=notes)
 
 
 def _figure(out_dir, name, truth, preds, fs, histories):
@@ -419,9 +422,9 @@ register(QualityBenchmark(
     params={"room": "office", "seed": 0, "num_train": 200, "num_test": 50, "fs": 8000.0, "num_samples": 2048,
             "order": 24, "probe_length": 64, "snr_db": 30.0, "highpass_hz": 30.0, "num_steps": 800, "batch_size": 16,
             "learning_rate": 3e-3, "width": 256, "depth": 3, "grid_size": 8, "supervised": False,
-            "ablations": False},
+            "ablations": False, "figure": True},
     quick_params={"num_train": 40, "num_test": 10, "num_samples": 1024, "order": 8, "num_steps": 20,
-                  "width": 32, "depth": 1, "supervised": False},
+                  "width": 32, "depth": 1, "supervised": False, "figure": False},
     description="self-supervised neural acoustic field vs interpolation on unseen source-receiver pairs",
 ))
 

@@ -283,7 +283,7 @@ def _band_energy(x, num_bands=8):
     return p[..., :k].reshape(p.shape[:-1] + (num_bands, -1)).mean(-1)
 
 
-def _loss(field, log_noise, s, r, y, probe, waveform_weight, envelope_weight, resolutions, sc_weight):
+def _loss(field, log_noise, s, r, y, ey, probe, waveform_weight, envelope_weight, resolutions, sc_weight):
     h = jax.vmap(field)(s, r)
     pred = _convolve(probe, h)[..., : y.shape[-1]] if probe is not None else h
     sigma2 = jnp.exp(log_noise) / (0.375 * ENVELOPE_STFT[0])  # white noise: a band cell's power is sigma^2 sum(hann^2)
@@ -295,7 +295,6 @@ def _loss(field, log_noise, s, r, y, probe, waveform_weight, envelope_weight, re
         mag = jnp.mean(jnp.abs(jnp.log(sy + 1e-7) - jnp.log(sp + 1e-7)), (-2, -1))
         loss = loss + jnp.mean(sc_weight * sc + mag) / len(resolutions)
     if envelope_weight > 0:
-        ey = _band_energy(y)
         floor = 1e-10 * jnp.max(ey, (-2, -1), keepdims=True) + 1e-30
         ep = _band_energy(pred) + jnp.exp(log_noise)[:, None, None]
         loss = loss + envelope_weight * jnp.mean(jnp.abs(jnp.log(ep + floor) - jnp.log(ey + floor)))
@@ -318,7 +317,8 @@ def _train(key, field, s, r, y, probe, num_steps, batch_size, learning_rate, wav
     n = s.shape[0]
     # the recording model's noise: one learned white-noise level per recording (self-supervised only),
     # started 30 dB below the recording's mean band energy; RIR targets get a floor fixed far below
-    start = jnp.log(jnp.mean(_band_energy(y), (-2, -1)))
+    ey_all = _band_energy(y)   # the targets' band energies, once (they do not depend on the parameters)
+    start = jnp.log(jnp.mean(ey_all, (-2, -1)))
     noise = start - (np.log(1e3) if probe is not None else np.log(1e9))
     learn_noise = probe is not None
 
@@ -330,8 +330,8 @@ def _train(key, field, s, r, y, probe, num_steps, batch_size, learning_rate, wav
         def objective(pn):
             pp, nzz = pn
             nzz = nzz if learn_noise else jax.lax.stop_gradient(nzz)
-            return _loss(eqx.combine(pp, static), nzz[idx], s[idx], r[idx], y[idx], probe, waveform_weight,
-                         envelope_weight, resolutions, sc_weight)
+            return _loss(eqx.combine(pp, static), nzz[idx], s[idx], r[idx], y[idx], ey_all[idx], probe,
+                         waveform_weight, envelope_weight, resolutions, sc_weight)
 
         val, g = eqx.filter_value_and_grad(objective)((p, nz))
         upd, st = opt.update(g, st, (p, nz))
