@@ -46,7 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_bool, check_int, check_key, check_scalar, default_float, expected, is_concrete
+from jaxcore._util import (check_bool, check_int, check_key, check_scalar, default_float, error_if, expected,
+                           is_concrete)
 
 __all__ = [
     "CombinationLock",
@@ -356,15 +357,19 @@ def _advance(u_next, u_anti, state: LockState, action, lock: CombinationLock):
 
 
 def step(
-    key: PRNGKeyArray, state: LockState, action: Int[Array, ""], lock: CombinationLock
+    key: PRNGKeyArray, state: LockState, action: Int[Array, ""], lock: CombinationLock, *, check_action: bool = True
 ) -> tuple[Float[Array, " d"], LockState, Float[Array, ""], Bool[Array, ""], dict]:
     """One environment step (gymnax ``step``): transition, reward and the next observation.
 
     Args:
         key: PRNG key (next good state, anti-shaped reward coin, observation noise).
         state: :class:`LockState`.
-        action: int scalar in ``[0, A)``; an action outside the range counts as a wrong action.
+        action: int scalar in ``[0, A)``.
         lock: :class:`CombinationLock`.
+        check_action: check a traced action (``step`` inside the caller's ``jit``) at run time with an
+            ``error_if`` (a host callback in the compiled program); ``False`` for a caller whose actions are in
+            range by construction (an out-of-range action then counts as a wrong action). A concrete action
+            is always checked on the host.
 
     Returns:
         ``(obs, state, reward, done, info)``: next ``[d]`` observation, next state, float reward,
@@ -373,7 +378,8 @@ def step(
 
     Raises:
         TypeError: a bad key, lock or state (as :func:`observe`), an action that is not an integer.
-        ValueError: a concrete state out of range (as :func:`observe`).
+        ValueError: a concrete state out of range (as :func:`observe`); an action that is not a scalar or
+            is outside ``[0, A)`` (at run time under ``jit`` when ``check_action``).
 
     Examples:
         >>> lock = make_lock(jax.random.key(0), horizon=1, num_actions=2)
@@ -388,8 +394,17 @@ def step(
     _check_state(state, lock)
     if not jnp.issubdtype(jnp.result_type(action), jnp.integer):  # 0.5 would be truncated to action 0
         raise TypeError(expected("action", "an integer action", f"dtype {jnp.result_type(action)}", raw=True))
+    a = jnp.asarray(action)
+    if a.ndim != 0:
+        raise ValueError(expected("action", "a scalar action", f"shape {a.shape}", raw=True))
+    what = f"an action in [0, {lock.num_actions})"
+    if is_concrete(action):
+        if not 0 <= int(action) < lock.num_actions:
+            raise ValueError(expected("action", what, int(action)))
+    elif check_bool(check_action, "check_action"):
+        a = error_if(a, (a < 0) | (a >= lock.num_actions), "action", what)
     k_t, k_o = jax.random.split(key)
-    nxt, reward, success = _transition(k_t, state, jnp.asarray(action, jnp.int32), lock)
+    nxt, reward, success = _transition(k_t, state, a.astype(jnp.int32), lock)
     obs = observe(k_o, nxt, lock)
     return obs, nxt, reward, nxt.level >= lock.horizon, {"success": success}
 

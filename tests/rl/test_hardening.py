@@ -175,3 +175,17 @@ def test_foobar_ignores_latents_and_actions_it_does_not_read():
     d = _data(latents=jnp.full((4, 8), 99, jnp.int32), actions=jnp.full((3, 8), -5, jnp.int32))
     with pytest.raises(ValueError, match="^budget: expected"):  # data passed; the next check refuses
         foobar(jax.random.key(0), LOCK, d, budget=0, **KW)
+
+
+def test_step_refuses_actions_outside_the_range_eagerly_and_under_jit():
+    for bad in (4, -1):
+        with pytest.raises(ValueError, match=rf"action: expected an action in \[0, 4\), got {bad}"):
+            rl.step(jax.random.key(0), _state(), bad, LOCK)
+    with pytest.raises(ValueError, match="action: expected a scalar action"):
+        rl.step(jax.random.key(0), _state(), jnp.array([0, 1]), LOCK)
+    f = jax.jit(lambda a: rl.step(jax.random.key(0), _state(), a, LOCK)[2])
+    assert float(f(jnp.int32(LOCK.advancing[0, 0]))) >= 0.0
+    with pytest.raises(Exception, match=r"action: expected an action in \[0, 4\)"):
+        jax.block_until_ready(f(jnp.int32(99)))
+    g = jax.jit(lambda a: rl.step(jax.random.key(0), _state(), a, LOCK, check_action=False)[1].level)
+    assert int(g(jnp.int32(99))) == 1  # switched off: an out-of-range action is a wrong action, as documented
