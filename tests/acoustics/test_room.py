@@ -153,3 +153,26 @@ def test_traced_positions_checked_under_jit():
     f = jax.jit(lambda s: image_source_rir(room, s, jnp.array([[1.0, 2.0, 1.0]]), order=1, num_samples=64))
     with pytest.raises(Exception, match="sources: expected positions strictly inside the room"):
         jax.block_until_ready(f(jnp.array([[9.0, 1.0, 1.0]])))
+
+
+def test_vmap_over_rooms_and_sharding_over_pairs():
+    src, rcv = jnp.array([[1.1, 0.9, 1.2], [2.0, 1.0, 1.0]]), jnp.array([[2.9, 2.1, 1.4], [1.0, 2.0, 2.0]])
+
+    def rir(alpha):
+        room = Room(jnp.array([4.0, 3.0, 2.5]), absorption=alpha, fs=8000.0)
+        return image_source_rir(room, src, rcv, order=2, num_samples=256)
+
+    alphas = jnp.array([[0.1] * 6, [0.5] * 6])
+    batched = jax.vmap(rir)(alphas)
+    for i in range(2):
+        np.testing.assert_allclose(batched[i], rir(alphas[i]), rtol=1e-5, atol=1e-8)
+    # the pair axis under a NamedSharding over 2 (faked) devices gives the same RIRs
+    devices = jax.devices()[:2]
+    if len(devices) < 2:
+        pytest.skip("needs 2 devices")
+    mesh = jax.sharding.Mesh(np.array(devices), ("pairs",))
+    spec = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("pairs"))
+    room = Room(jnp.array([4.0, 3.0, 2.5]), absorption=0.1, fs=8000.0)
+    out = jax.jit(lambda s, r: image_source_rir(room, s, r, order=2, num_samples=256, check_positions=False))(
+        jax.device_put(src, spec), jax.device_put(rcv, spec))
+    np.testing.assert_allclose(out, batched[0], rtol=1e-5, atol=1e-8)
