@@ -45,8 +45,8 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxcore._util import Progress, as_float_array, check_int, check_key, check_progress, check_scalar, \
-    check_shape, expected
+from jaxcore._util import Progress, as_float_array, check_finite, check_int, check_key, check_progress, \
+    check_scalar, check_shape, expected
 
 from .signals import DEFAULT_RESOLUTIONS, _convolve, _stft
 
@@ -421,6 +421,10 @@ def train_field(
         check_shape(y, "targets", (p, probe.shape[0] + n - 1), f"[{p}, T + N - 1] recordings")
     else:
         check_shape(y, "targets", (p, n), f"[{p}, {n}] RIRs (no probe given)")
+    for x, nm in ((s, "sources"), (r, "receivers"), (y, "targets")):
+        check_finite(x, nm)
+    if probe is not None:
+        check_finite(probe, "probe")
     num_steps = check_int(num_steps, "num_steps", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     learning_rate = check_scalar(learning_rate, "learning_rate", positive=True)

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxcore._util import as_float_array, check_int, check_scalar, check_shape, expected
+from jaxcore._util import as_float_array, check_finite, check_int, check_scalar, check_shape, expected
 
 from .signals import _metrics, _stft_err
 
@@ -174,6 +174,8 @@ def rir_errors(pred: Float[Array, "P N"], true: Float[Array, "P N"], fs: float, 
     if pred.shape != true.shape or pred.ndim != 2:
         raise ValueError(expected("pred", f"a [P, N] array shaped as true {true.shape}", f"shape {pred.shape}",
                                   raw=True))
+    check_finite(pred, "pred")
+    check_finite(true, "true")
     fs = check_scalar(fs, "fs", positive=True)
     decay_db = check_scalar(decay_db, "decay_db", positive=True)
     return _errors(pred, true, fs, decay_db)

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxcore._util import as_float_array, check_int, check_ndim, check_scalar, expected
+from jaxcore._util import as_float_array, check_finite, check_int, check_ndim, check_scalar, expected
 
 __all__ = ["AcousticMetrics", "acoustic_metrics", "clarity", "definition", "direct_to_reverberant_ratio",
            "early_decay_time", "fft_convolve", "highpass", "multi_resolution_stft_loss", "reverberation_time",
@@ -366,7 +366,7 @@ def acoustic_metrics(h: Float[Array, "... N"], fs: float, *, decay_db: float = 3
         :class:`AcousticMetrics` of ``[...]`` arrays.
 
     Raises:
-        ValueError: ``fs`` or ``decay_db`` not positive.
+        ValueError: ``fs`` or ``decay_db`` not positive, a NaN/inf sample.
 
     References:
         ISO 3382-1:2009; Schroeder, JASA 1965.
@@ -380,6 +380,7 @@ def acoustic_metrics(h: Float[Array, "... N"], fs: float, *, decay_db: float = 3
     """
     h = as_float_array(h, "h")
     check_ndim(h, "h", tuple(range(1, 8)), "an array with a time axis")
+    check_finite(h, "h")
     fs = check_scalar(fs, "fs", positive=True)
     decay_db = check_scalar(decay_db, "decay_db", positive=True)
     return _metrics(h, fs, decay_db)

@@ -102,6 +102,10 @@ def test_bad_input_refused():
         train_field(jax.random.key(0), f, s, s + 1, jnp.zeros((2, 64)), probe=jnp.ones(8))
     with pytest.raises(ValueError, match="num_steps: expected an int >= 1"):
         train_field(jax.random.key(0), f, s, s + 1, jnp.zeros((2, 64)), num_steps=0)
+    with pytest.raises(ValueError, match="targets: expected finite values"):
+        train_field(jax.random.key(0), f, s, s + 1, jnp.full((2, 64), jnp.nan))
+    with pytest.raises(ValueError, match="pred: expected finite values"):
+        rir_errors(jnp.full((1, 64), jnp.inf), jnp.ones((1, 64)), 8000.0)
     with pytest.raises(TypeError, match="progress: expected a bool or a callable"):
         train_field(jax.random.key(0), f, s, s + 1, jnp.zeros((2, 64)), progress="yes")
     with pytest.raises(ValueError, match="dims: expected three finite room sizes"):

@@ -128,6 +128,8 @@ def test_bad_input_refused():
     room = Room(DIMS, absorption=0.2)
     with pytest.raises(ValueError, match="sources: expected positions strictly inside"):
         image_source_rir(room, [7.0, 1.0, 1.0], [1.0, 2.0, 1.0], order=1, num_samples=64)
+    with pytest.raises(ValueError, match="receivers: expected positions strictly inside"):
+        image_source_rir(room, [1.0, 1.0, 1.0], [1.0, float("nan"), 1.0], order=1, num_samples=64)
     with pytest.raises(ValueError, match="sources: expected a source distinct"):
         image_source_rir(room, [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], order=1, num_samples=64)
     with pytest.raises(ValueError, match="receivers: expected a \\[1, 3\\]"):
