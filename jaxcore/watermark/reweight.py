@@ -27,6 +27,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from jaxcore._util import as_float_array, check_scalar, check_shape, expected, is_concrete
@@ -101,7 +102,9 @@ def dip_reweight(
         ``[..., V]`` reweighted probabilities, in the dtype of ``probs``.
 
     Raises:
-        ValueError: alpha outside [0, 1/2], shapes that differ, negative or NaN probabilities.
+        ValueError: alpha outside [0, 1/2], shapes that differ; concrete probabilities that are negative, NaN,
+            infinite or whose rows do not sum to 1 (within 1e-3), concrete positions that are not a
+            permutation per row.
 
     References:
         Wu et al., ICML 2024, Eq. (2) and Theorem 4.2.
@@ -117,8 +120,22 @@ def dip_reweight(
     if not jnp.issubdtype(positions.dtype, jnp.integer):
         raise TypeError(expected("positions", "an integer array", f"dtype {positions.dtype}", raw=True))
     check_shape(positions, "positions", probs.shape, layout=f"shape {tuple(probs.shape)} (like probs)")
-    if is_concrete(probs) and not bool(jnp.all(probs >= 0)):
-        raise ValueError(expected("probs", "non-negative probabilities", "a negative or NaN entry", raw=True))
+    if is_concrete(probs):
+        pr = np.asarray(probs, np.float64)
+        if not (np.all(pr >= 0) and np.all(np.isfinite(pr))):
+            raise ValueError(expected("probs", "finite non-negative probabilities", "a negative, NaN or inf entry",
+                                      raw=True))
+        sums = pr.sum(-1)
+        if pr.size and np.max(np.abs(sums - 1.0)) > 1e-3:
+            row = np.unravel_index(int(np.argmax(np.abs(sums - 1.0))), sums.shape)
+            raise ValueError(expected("probs", "rows summing to 1 (within 1e-3)",
+                                      f"a row summing to {float(sums[row]):.6g} at {tuple(int(i) for i in row)}",
+                                      raw=True))
+    if is_concrete(positions):
+        pos = np.sort(np.asarray(positions), axis=-1)
+        if pos.size and not np.array_equal(pos, np.broadcast_to(np.arange(pos.shape[-1]), pos.shape)):
+            raise ValueError(expected("positions", f"a permutation of 0..{pos.shape[-1] - 1} in every row",
+                                      "a row with a repeated or out-of-range position", raw=True))
     alpha = _alpha(alpha)
     return _dip_reweight_jit(probs, positions.astype(jnp.int32), alpha)
 

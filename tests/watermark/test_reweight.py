@@ -81,7 +81,7 @@ def test_bad_arguments():
         dip_reweight(p, jnp.arange(3), 0.3)
     with pytest.raises(TypeError, match="positions: expected an integer array"):
         dip_reweight(p, jnp.arange(4.0), 0.3)
-    with pytest.raises(ValueError, match="probs: expected non-negative probabilities"):
+    with pytest.raises(ValueError, match="probs: expected finite non-negative probabilities"):
         dip_reweight(jnp.array([0.5, -0.5, 0.5, 0.5]), jnp.arange(4), 0.3)
     with pytest.raises(ValueError, match="alpha: expected"):
         dip_reweight(p, jnp.arange(4), float("nan"))
@@ -89,3 +89,20 @@ def test_bad_arguments():
         kgw_reweight(jnp.zeros(4), jnp.ones(4, bool), -1.0)
     with pytest.raises(TypeError, match="green: expected a bool array"):
         kgw_reweight(jnp.zeros(4), jnp.ones(4), 1.0)
+
+
+@pytest.mark.parametrize("positions", [[0, 0, 1, 2], [0, 1, 2, 9], [0, -1, 1, 2]])
+def test_dip_reweight_refuses_positions_that_are_not_a_permutation(positions):
+    from jaxcore.watermark import dip_reweight
+
+    with pytest.raises(ValueError, match="positions: expected a permutation of 0..3"):
+        dip_reweight(jnp.array([0.1, 0.2, 0.3, 0.4]), jnp.array(positions), 0.3)
+
+
+@pytest.mark.parametrize("probs, what", [([0.5] * 4, "rows summing to 1"), ([0.1, 0.2, 0.3, jnp.inf], "finite"),
+                                         ([0.1, 0.2, jnp.nan, 0.4], "finite")])
+def test_dip_reweight_refuses_unnormalised_or_non_finite_probabilities(probs, what):
+    from jaxcore.watermark import dip_reweight
+
+    with pytest.raises(ValueError, match=f"probs: expected .*{what}"):
+        dip_reweight(jnp.array(probs), jnp.arange(4), 0.3)
