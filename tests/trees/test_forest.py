@@ -95,11 +95,11 @@ def test_errors():
 
 @pytest.mark.parametrize("depth", [3, 6])
 def test_blocked_rows_equal_sklearn(depth):
-    # more rows than one block (65,536 for shallow trees, 2,048 for deep ones): the padded blocked paths
+    # deep trees: more rows than one block of 2,048 (the padded blocked path); shallow: the one-block path
     x, y = _data(400)
     m = RandomForestClassifier(4, max_depth=depth, random_state=2).fit(x, y)
     f = Forest.from_sklearn(m)
-    xt, _ = _data(70_000 if depth <= 4 else 4100, seed=7)
+    xt, _ = _data(4100, seed=7)
     slots = sklearn_leaf_slots(m)
     ref = np.stack([slots[t][e.apply(xt)] for t, e in enumerate(m.estimators_)], 1)
     np.testing.assert_array_equal(np.asarray(apply(f, xt)), ref)
