@@ -71,12 +71,25 @@ def binomial_sf(k: Any, n: Any, p: Any) -> Float[Array, "..."]:
     Returns:
         Upper-tail probabilities in the default float dtype.
 
+    Raises:
+        ValueError: concrete counts that are not integers or n < 0; p outside (0, 1).
+
     Examples:
         >>> round(float(binomial_sf(2, 3, 0.5)), 6)  # P(X >= 2) = 4/8
         0.5
     """
-    from jaxcore._util import default_float
+    from jaxcore._util import default_float, is_concrete
 
+    if is_concrete(k, n, p):
+        import numpy as np
+
+        ka, na = np.asarray(k, np.float64), np.asarray(n, np.float64)
+        for name, a in (("k", ka), ("n", na)):
+            if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)):
+                raise ValueError(expected(name, "integer counts", a[~(np.isfinite(a) & (a == np.round(a)))].ravel()[0]))
+        if np.any(na < 0):
+            raise ValueError(expected("n", "counts >= 0", na[na < 0].ravel()[0]))
+        check_scalar(p, "p", low=0.0, high=1.0, low_open=True, high_open=True)
     dt = default_float()
     k = jnp.asarray(k, dt)
     n = jnp.asarray(n, dt)

@@ -239,6 +239,11 @@ class KGW(_Watermark):
         (self.vocab_size, self.context_size, self.method, self.num_rounds, self.capacity,
          self.skip_repeated) = _common(vocab_size, context_size, method, num_rounds, capacity, skip_repeated)
         self.gamma = check_scalar(gamma, "gamma", low=0.0, high=1.0, low_open=True, high_open=True)
+        green = int(self.gamma * self.vocab_size)
+        if not 1 <= green <= self.vocab_size - 1:  # no green (or no red) token: nothing to bias or detect
+            raise ValueError(expected("gamma", f"a green-list fraction with floor(gamma V) in [1, V - 1] for V = "
+                                      f"{self.vocab_size} (at least {1 / self.vocab_size:.4g})",
+                                      f"{self.gamma} (floor(gamma V) = {green})", raw=True))
         self.delta = jnp.asarray(check_scalar(delta, "delta", nonnegative=True), jnp.float32)
 
     @property

@@ -126,3 +126,19 @@ def test_bad_arguments():
         substitution_attack(KEY, jnp.zeros((1, 3), jnp.int32), None, 1.5, 10)
     with pytest.raises(TypeError, match="key: expected a jax.random.key"):
         substitution_attack(1, jnp.zeros((1, 3), jnp.int32), None, 0.5, 10)
+
+
+@pytest.mark.parametrize("k, n, p, name", [(2, 3, 1.5, "p"), (0, -1, 0.5, "n"), (1.5, 3, 0.5, "k"), (1, 3, 0.0, "p")])
+def test_binomial_sf_refuses_non_integer_counts_negative_n_and_p_outside_the_open_interval(k, n, p, name):
+    from jaxcore.watermark import binomial_sf
+
+    with pytest.raises(ValueError, match=f"{name}: expected"):
+        binomial_sf(k, n, p)
+
+
+def test_kgw_refuses_a_gamma_that_leaves_no_green_or_no_red_token():
+    from jaxcore.watermark import KGW
+
+    with pytest.raises(ValueError, match=r"gamma: expected a green-list fraction with floor\(gamma V\) in \[1, V - 1\]"):
+        KGW(16, key=jax.random.key(0), gamma=0.01)
+    assert KGW(16, key=jax.random.key(0), gamma=1 / 16).num_green == 1
