@@ -30,7 +30,8 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import Progress, check_int, check_key, check_progress, check_scalar, expected
+from jaxcore._util import (Progress, check_finite, check_int, check_key, check_progress, check_scalar, expected,
+                           is_concrete)
 from jaxcore._util.minibatch import batch_mesh, minibatch_schedule, take_local
 
 from ._chunks import interleaved_map
@@ -104,13 +105,15 @@ def dpo_loss(policy_chosen: Float[Array, " B"], policy_rejected: Float[Array, " 
         policy_chosen, policy_rejected: ``[B]`` log pi_theta of the chosen / rejected continuations (nats).
         reference_chosen, reference_rejected: ``[B]`` the same under the frozen reference.
         beta: > 0, the KL strength (the paper's 0.1).
-        weights: optional ``[B]`` non-negative pair weights (e.g. Bradley-Terry label probabilities).
+        weights: optional ``[B]`` non-negative pair weights with a positive sum (e.g. Bradley-Terry label
+            probabilities).
 
     Returns:
         A scalar in the inputs' float dtype (float64 under ``jax_enable_x64`` with float64 inputs).
 
     Raises:
-        ValueError: shapes differ; ``beta`` not positive.
+        ValueError: shapes differ or the batch is empty; ``beta`` not positive; a non-finite concrete
+            log-probability; a negative or non-finite concrete weight, or weights summing to 0.
 
     References:
         Rafailov et al., NeurIPS 2023, Eq. 7.
@@ -128,13 +131,22 @@ def dpo_loss(policy_chosen: Float[Array, " B"], policy_rejected: Float[Array, " 
     for name, a in zip(names, arrs):
         if a.shape != shape or a.ndim != 1:
             raise ValueError(expected(name, f"a [batch] array of shape {shape}", f"shape {a.shape}", raw=True))
+    if shape[0] < 1:
+        raise ValueError(expected("policy_chosen", "at least one pair", f"shape {shape}", raw=True))
     dt = jnp.result_type(*arrs, float)
+    for name, a in zip(names, arrs):  # a log-probability is finite (a sequence of zero probability has no gradient)
+        check_finite(a, name)
     if weights is None:
         w = jnp.ones(shape, dt)
     else:
         w = jnp.asarray(weights, dt)
         if w.shape != shape:
             raise ValueError(expected("weights", f"shape {shape}", f"shape {w.shape}", raw=True))
+        if is_concrete(w):
+            wa = np.asarray(w, np.float64)
+            if not (np.all(np.isfinite(wa)) and np.all(wa >= 0) and wa.sum() > 0):
+                raise ValueError(expected("weights", "finite non-negative pair weights with a positive sum",
+                                          "a negative or non-finite weight, or all zero", raw=True))
     return _loss_jit(*(a.astype(dt) for a in arrs), w, b)
 
 

@@ -171,3 +171,17 @@ def test_mesh_refusals():
         fit_dpo(jax.random.key(0), model(), pairs(), num_steps=1, batch_size=3, mesh=on(3))
     with pytest.raises(ValueError, match=r"mesh: expected a first axis \('batch'\) whose size divides batch_size"):
         fit_dpo(jax.random.key(0), model(), pairs(), num_steps=1, batch_size=3, mesh=on(2))
+
+
+@pytest.mark.parametrize("args, kwargs, name", [
+    ((jnp.array([jnp.inf, 0.0]), jnp.zeros(2), jnp.zeros(2), jnp.zeros(2)), {}, "policy_chosen"),
+    ((jnp.zeros(2), jnp.zeros(2), jnp.array([0.0, jnp.nan]), jnp.zeros(2)), {}, "reference_chosen"),
+    ((jnp.zeros(2),) * 4, {"weights": jnp.array([1.0, -1.0])}, "weights"),
+    ((jnp.zeros(2),) * 4, {"weights": jnp.zeros(2)}, "weights"),
+    ((jnp.zeros(0),) * 4, {}, "policy_chosen"),
+])
+def test_dpo_loss_refuses_non_finite_log_probs_bad_weights_and_an_empty_batch(args, kwargs, name):
+    from jaxcore.alignment import dpo_loss
+
+    with pytest.raises(ValueError, match=f"{name}: expected"):
+        dpo_loss(*args, **kwargs)
