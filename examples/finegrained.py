@@ -36,7 +36,8 @@ def main(small: bool, out: str, seed: int) -> None:
     ftc = np.asarray(r.fine_to_coarse)
     rows = [("FALCON (coarse labels only)", pred, ftc)]
     km = KMeans(10, n_init=10, random_state=seed).fit_predict(x)
-    rows.append(("k-means on genes (10 clusters)", km, np.array([np.bincount(coarse[km == j]).argmax() for j in range(10)])))
+    majority = np.array([np.bincount(coarse[km == j]).argmax() for j in range(10)])
+    rows.append(("k-means on genes (10 clusters)", km, majority))
     within, wftc, off = np.zeros_like(fine), [], 0
     for c in range(5):
         k, m = int((PBMC_FINE_TO_COARSE == c).sum()), coarse == c

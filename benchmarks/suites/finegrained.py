@@ -454,7 +454,8 @@ def _verdict(cells):
             f"- {tag}: FALCON fine accuracy {f:.3f} (NMI {get(f'{tag}.falcon.nmi'):.3f}, map accuracy "
             f"{get(f'{tag}.falcon.map_acc'):.3f}); flat k-means {km:.3f}"
             + (f", coarse-supervised net + k-means {net:.3f}" if net is not None else "")
-            + f": {state} the best of the paper's kinds of baseline (FALCON's std over seeds {sd:.3f}). k-means inside each coarse "
+            + f": {state} the best of the paper's kinds of baseline (FALCON's std over seeds {sd:.3f}). "
+              f"k-means inside each coarse "
               f"class given the true fine counts (information FALCON does not have) {within:.3f}"
             + (f"; FALCON trained with the true M (oracle ablation) {oracle:.3f}" if oracle is not None else "") + ".")
     err = get("pbmc.falcon.count_error")
@@ -469,7 +470,8 @@ def _verdict(cells):
         return "reproduced", "\n".join(lines)
     if beats:
         lines.append("- Reproduced in kind: FALCON recovers the hierarchy of the balanced digit pairs exactly and is "
-                     "clearly above flat k-means and the coarse-supervised embedding there; on pbmc68k it is only level "
+                     "clearly above flat k-means and the coarse-supervised embedding there; on pbmc68k it is only "
+                     "level "
                      "with flat k-means, and below k-means given the true counts.")
         return "reproduced in kind", "\n".join(lines)
     return "not reproduced", "\n".join(lines)

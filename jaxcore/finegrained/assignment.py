@@ -216,7 +216,8 @@ def _solve_flow(a: np.ndarray, beta: float) -> tuple[np.ndarray, float]:
         costs += list(icost)
     smcf = min_cost_flow.SimpleMinCostFlow()
     smcf.add_arcs_with_capacity_and_unit_cost(
-        np.asarray(tails, np.int32), np.asarray(heads, np.int32), np.asarray(caps, np.int64), np.asarray(costs, np.int64))
+        np.asarray(tails, np.int32), np.asarray(heads, np.int32), np.asarray(caps, np.int64),
+        np.asarray(costs, np.int64))
     supplies = np.zeros(sink + 1, np.int64)
     supplies[source] = f
     supplies[coarse0:coarse0 + c] = -1  # the forced first unit of every coarse class

@@ -251,7 +251,8 @@ def fit(
         check_ndim(neighbors, "neighbors", 2, "a [N, K] int array")
         nb = np.asarray(neighbors)
         if nb.dtype.kind not in "iu" or nb.shape[0] != x.shape[0] or nb.shape[1] < 1:
-            raise ValueError(expected("neighbors", f"a [{x.shape[0]}, K] int array", f"{nb.dtype} {nb.shape}", raw=True))
+            raise ValueError(expected("neighbors", f"a [{x.shape[0]}, K] int array", f"{nb.dtype} {nb.shape}",
+                                      raw=True))
         if nb.min() < 0 or nb.max() >= x.shape[0]:
             raise ValueError(expected("neighbors", f"indices in [0, {x.shape[0]})", nb))
     if model is not None and not isinstance(model, FalconMLP):

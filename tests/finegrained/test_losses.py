@@ -88,7 +88,8 @@ def test_entropy_gap_and_total(x64):
     want = 0.2 * _np_coarse(z, m, y) + 0.7 * (fine + cons) + 1.1 * gap
     np.testing.assert_allclose(float(terms.total), want, rtol=1e-12)
     # no gradient flows through the teacher's outputs
-    g = jax.jit(jax.grad(lambda tt: fg.falcon_loss(jnp.asarray(z), tt, r, jnp.asarray(y), jnp.asarray(m), tau=0.3).total))(
+    g = jax.jit(jax.grad(
+        lambda tt: fg.falcon_loss(jnp.asarray(z), tt, r, jnp.asarray(y), jnp.asarray(m), tau=0.3).total))(
         jnp.asarray(t))
     assert np.all(np.asarray(g) == 0)
     # the gradient in the student logits is finite despite the masked -inf entries
