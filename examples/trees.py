@@ -7,7 +7,7 @@ trees beside random and majority-row guesses.
 
 Part 2, RACT (Kanamori et al., ICML 2024): a depth-3 tree on COMPAS's numeric features, grown with
 alpha x (defendants left without an affordable action into a "no recidivism" leaf) added to its
-split objective; printed and plotted: accuracy and recourse ratio (MPS cost, budget 0.3) vs alpha,
+split objective; printed and plotted: accuracy and recourse ratio (MPS cost, budget 0.1) vs alpha,
 beside scikit-learn's CART; the cheapest action of one defendant.
 
 Run::
@@ -67,7 +67,7 @@ def ract_part(small: bool, seed: int):
     def score(forest):
         p = np.asarray(trees.predict_proba(forest, x[te])).argmax(1)
         neg = x[te][p == 0]
-        r = trees.cheapest_actions(neg, forest, cons, cost, budget=0.3)
+        r = trees.cheapest_actions(neg, forest, cons, cost, budget=0.1)
         return float((p == y[te]).mean()), float(np.asarray(r.valid).mean()), neg, r
 
     cart = trees.Forest.from_sklearn(DecisionTreeClassifier(max_depth=3, random_state=seed).fit(x[tr], y[tr]))
@@ -75,7 +75,7 @@ def ract_part(small: bool, seed: int):
     print(f"RACT   CART (scikit-learn): accuracy {acc:.3f}  recourse {rec:.3f}")
     rows = []
     for a in alphas:
-        fit = trees.fit_recourse_tree(x[tr], y[tr], cost, alpha=a, budget=0.3, constraints=cons, max_depth=3)
+        fit = trees.fit_recourse_tree(x[tr], y[tr], cost, alpha=a, budget=0.1, constraints=cons, max_depth=3)
         acc, rec, neg, r = score(fit.forest)
         rows.append((a, acc, rec))
         print(f"RACT   alpha {a:<5g}: accuracy {acc:.3f}  recourse {rec:.3f}")
