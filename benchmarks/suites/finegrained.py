@@ -310,7 +310,7 @@ register(SpeedBenchmark(
     family=FAMILY,
     kernel=_knn_kernel,
     setup=_knn_setup,
-    sizes=[{"N": 4000, "D": 64, "K": 20}],
+    sizes=[{"N": 2000, "D": 64, "K": 20}],
     quick_sizes=[{"N": 500, "D": 32, "K": 10}],
     baselines=[Baseline("sklearn", _sk_knn, requires=("sklearn",),
                         note="NearestNeighbors(metric='cosine', algorithm='brute').kneighbors")],
