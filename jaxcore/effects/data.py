@@ -45,6 +45,28 @@ class EffectData(eqx.Module):
     mask: Bool[Array, "B N"]
     ate: Float[Array, " B"]
 
+    def __check_init__(self):
+        """Built directly (not through :func:`effect_data`), concrete fields are checked too: matching shapes,
+        treatment in {0, 1} and finite covariates and outcomes on the real units (traced fields are not)."""
+        fields = (self.x, self.treatment, self.outcome, self.mask, self.ate)
+        if any(isinstance(f, jax.core.Tracer) for f in fields) or not all(hasattr(f, "shape") for f in fields):
+            return
+        if len(self.x.shape) != 3:
+            raise ValueError(expected("x", "covariates [B, N, D]", f"shape {tuple(self.x.shape)}", raw=True))
+        b, n = self.x.shape[:2]
+        for name, f, shape in (("treatment", self.treatment, (b, n)), ("outcome", self.outcome, (b, n)),
+                               ("mask", self.mask, (b, n)), ("ate", self.ate, (b,))):
+            if tuple(f.shape) != shape:
+                raise ValueError(expected(name, f"shape {shape} (like x)", f"shape {tuple(f.shape)}", raw=True))
+        m = np.asarray(self.mask, bool)
+        t = np.asarray(self.treatment, np.float64)[m]
+        if not np.all((t == 0) | (t == 1)):
+            raise ValueError(expected("treatment", "values in {0, 1} on the real units", t[(t != 0) & (t != 1)][:4]))
+        for name, f in (("x", self.x), ("outcome", self.outcome)):
+            a = np.asarray(f, np.float64)[m]
+            if not np.all(np.isfinite(a)):
+                raise ValueError(expected(name, "finite values on the real units", "a NaN or inf entry", raw=True))
+
     @property
     def num_datasets(self) -> int:
         return self.x.shape[0]
