@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxcore._util import check_bool, check_scalar, expected
+from jaxcore._util import check_bool, check_scalar, error_if, expected
 
 from .context import _hash, _mask, _secret_words, _token_array, _windows
 from .permutation import _token_positions
@@ -154,10 +154,14 @@ def _inputs(watermark, tokens, mask, scored):
     tokens = _token_array(tokens, "tokens", min_ndim=2, allow_minus_one=False)
     mask = _mask(mask, tokens)
     scored = _mask(scored, tokens, "scored")
-    if not isinstance(tokens, jax.core.Tracer):
+    v = watermark.vocab_size
+    if not isinstance(tokens, jax.core.Tracer) and not isinstance(mask, jax.core.Tracer):
         bad = jnp.where(mask, tokens, 0)
-        if bad.size and int(bad.max()) >= watermark.vocab_size:
-            raise ValueError(expected("tokens", f"token ids < vocab_size = {watermark.vocab_size}", int(bad.max())))
+        if bad.size and int(bad.max()) >= v:
+            raise ValueError(expected("tokens", f"token ids < vocab_size = {v}", int(bad.max())))
+    elif tokens.size:  # under jit: a run-time check (an id >= V would be scored as another token)
+        tokens = error_if(tokens, jnp.any(mask & ((tokens < 0) | (tokens >= v))), "tokens",
+                          f"token ids in [0, vocab_size = {v}) (checked at run time)")
     return tokens, mask, scored
 
 
@@ -227,7 +231,8 @@ def detect(
 
     Raises:
         TypeError / ValueError: not a watermark processor, non-integer or out-of-range tokens,
-            masks of another shape, gamma outside (0, 1).
+            masks of another shape, gamma outside (0, 1). Under ``jit`` a real token outside
+            ``[0, V)`` raises at run time (equinox's ``EqxRuntimeError``, naming ``tokens``).
 
     References:
         Wu et al., ICML 2024, Section 5; Kirchenbauer et al., ICML 2023, Section 3.

@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Int, UInt32
 
-from jaxcore._util import check_choice, check_int, check_key, expected
+from jaxcore._util import check_choice, check_int, check_key, error_if, expected
 
 from .context import GOLDEN, _secret_words, _token_array, mix32
 
@@ -221,7 +221,8 @@ def token_positions(
         ``int32[...]`` positions in ``[0, V)``.
 
     Raises:
-        TypeError / ValueError: bad arguments, tokens outside ``[0, V)`` or of another shape.
+        TypeError / ValueError: bad arguments, tokens outside ``[0, V)`` or of another shape. Under
+            ``jit`` a token outside ``[0, V)`` raises at run time (``EqxRuntimeError`` naming ``tokens``).
 
     Examples:
         >>> import jax, jax.numpy as jnp
@@ -237,6 +238,9 @@ def token_positions(
         raise ValueError(expected("tokens", f"the shape of seed {tuple(seed.shape)}", f"shape {tuple(tokens.shape)}", raw=True))
     if not isinstance(tokens, jax.core.Tracer) and tokens.size and int(tokens.max()) >= vocab_size:
         raise ValueError(expected("tokens", f"token ids < vocab_size = {vocab_size}", int(tokens.max())))
+    if isinstance(tokens, jax.core.Tracer) and tokens.size:  # under jit: an id outside [0, V) has no position
+        tokens = error_if(tokens, jnp.any((tokens < 0) | (tokens >= vocab_size)), "tokens",
+                          f"token ids in [0, vocab_size = {vocab_size}) (checked at run time)")
     method, num_rounds = _check_method(method, num_rounds)
     return _token_positions_jit(key, seed, tokens, vocab_size, method, num_rounds)
 

@@ -142,3 +142,19 @@ def test_kgw_refuses_a_gamma_that_leaves_no_green_or_no_red_token():
     with pytest.raises(ValueError, match=r"gamma: expected a green-list fraction with floor\(gamma V\) in \[1, V - 1\]"):
         KGW(16, key=jax.random.key(0), gamma=0.01)
     assert KGW(16, key=jax.random.key(0), gamma=1 / 16).num_green == 1
+
+
+def test_detect_refuses_out_of_range_tokens_under_jit():
+    # issue 48 item 8: under jit token 99 with V = 16 was scored (z = 1.0); eager refused it.
+    wm = DiPmark(16, key=jax.random.key(0), context_size=1)
+    good = jnp.array([[1, 2, 3, 4, 5, 6]])
+    run = jax.jit(lambda t: detect(wm, t).z_score)
+    np.testing.assert_allclose(run(good), detect(wm, good).z_score, rtol=1e-6)
+    with pytest.raises(Exception, match=r"tokens: expected token ids in \[0, vocab_size = 16\)"):
+        jax.block_until_ready(run(good.at[0, 2].set(99)))
+    with pytest.raises(ValueError, match=r"tokens: expected token ids < vocab_size = 16, got 99"):
+        detect(wm, good.at[0, 2].set(99))
+    # a masked (padding) entry may be anything, as documented
+    mask = jnp.array([[True, True, False, True, True, True]])
+    jit_masked = jax.jit(lambda t: detect(wm, t, mask).num_scored)
+    assert int(jit_masked(good.at[0, 2].set(99))[0]) == int(detect(wm, good.at[0, 2].set(0), mask).num_scored[0])

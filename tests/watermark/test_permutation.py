@@ -67,3 +67,14 @@ def test_bad_arguments():
         token_positions(KEY, SEEDS, jnp.array([1, 2]), 10)
     with pytest.raises(ValueError, match="num_rounds: expected an int in"):
         vocab_positions(KEY, SEEDS, 10, num_rounds=0)
+
+
+def test_token_positions_refuses_out_of_range_tokens_under_jit():
+    # issue 48 item 8: under jit token 99 with V = 16 returned a position.
+    k, s = jax.random.key(0), jnp.array([7, 8], jnp.uint32)
+    f = jax.jit(lambda t: token_positions(k, s, t, 16))
+    t = jnp.array([3, 15])
+    np.testing.assert_array_equal(f(t), vocab_positions(k, s, 16)[jnp.arange(2), t])
+    for bad in (99, -1):
+        with pytest.raises(Exception, match=r"tokens: expected token ids in \[0, vocab_size = 16\)"):
+            jax.block_until_ready(f(t.at[1].set(bad)))
