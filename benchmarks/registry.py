@@ -316,6 +316,7 @@ def reproductions() -> dict[str, Reproduction]:
     """The registered reproductions by family (suites must be imported first)."""
     return dict(_REPRODUCTIONS)
 
+
 _REGISTRY: dict[str, Benchmark] = {}
 
 
