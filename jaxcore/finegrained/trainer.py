@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import NamedTuple
+import warnings
 
 import equinox as eqx
 import jax
@@ -185,8 +186,8 @@ def fit(
         num_steps: Adam steps (>= 1). batch_size: samples per step (drawn with replacement).
         learning_rate, weight_decay: AdamW's (> 0, >= 0).
         num_neighbors: K of the cosine kNN graph on ``features`` within each coarse class (ignored
-            when ``neighbors`` is given; lowered to the smallest coarse class's size minus 1, stated
-            in ``FitResult.neighbors.shape``).
+            when ``neighbors`` is given; lowered, with a ``UserWarning``, to the smallest coarse class's
+            size minus 1, stated in ``FitResult.neighbors.shape``).
         neighbors: optional ``[N, K]`` int neighbour indices (e.g. from :func:`knn_graph` on better features).
         weights: ``(w_coarse, w_fine, w_reg)`` of :func:`falcon_loss`. temperature: of the pseudo-labels.
         ema_decay: the teacher's decay in [0, 1). beta: the assignment's balance weight (>= 0).
@@ -269,6 +270,9 @@ def fit(
         if smallest < 2:
             raise ValueError(expected("coarse_labels", "at least 2 samples in every coarse class present (kNN graph)",
                                       f"a class with {smallest}", raw=True))
+        if num_neighbors > smallest - 1:  # said, not silent: the graph has fewer neighbours than asked
+            warnings.warn(f"num_neighbors: {num_neighbors} asked, but the smallest coarse class holds {smallest} "
+                          f"samples; the kNN graph uses {smallest - 1} neighbours", stacklevel=2)
         nbrs = knn_graph(x, min(num_neighbors, smallest - 1), groups=y).indices
     else:
         nbrs = jnp.asarray(nb, jnp.int32)

@@ -70,3 +70,11 @@ def test_bad_input(blobs):
         fg.fit(k, x, coarse, 4, assignment=np.ones((4, 2)))
     with pytest.raises(ValueError, match="features: expected 8 columns"):
         fg.predict(fg.FalconMLP(8, 3, key=k), np.ones((2, 7)))
+
+
+def test_more_neighbours_than_the_smallest_coarse_class_allows_is_said_not_silent():
+    x = np.random.default_rng(0).normal(size=(12, 3)).astype(np.float32)
+    coarse = np.array([0] * 9 + [1] * 3)
+    with pytest.warns(UserWarning, match="num_neighbors: 5 asked, but the smallest coarse class holds 3"):
+        r = fg.fit(jax.random.key(1), x, coarse, 3, num_steps=2, num_neighbors=5, width=8, depth=1, batch_size=4)
+    assert r.neighbors.shape[1] == 2
