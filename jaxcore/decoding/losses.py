@@ -24,8 +24,9 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import as_float_array, check_finite, check_int, check_shape, expected
+from jaxcore._util import as_float_array, check_finite, check_int, check_shape, expected, is_concrete
 
+from .scorers import Combined, QHead, check_scorer
 from .tokenwise import _top_indices
 
 __all__ = ["Rollouts", "cdq_loss", "fudge_loss", "rollouts"]
@@ -43,6 +44,13 @@ class Rollouts(eqx.Module):
         next_probs: ``[N, L + 1, k]`` float32 their base probabilities renormalised over the k
             (k = V is exact).
         weight: ``[N]`` float32 sample weights (1 for samples; exact probabilities on the toy model).
+        vocab_size: the base model's V (static; None: unknown). :func:`fit_cdq` and :func:`cdq_loss`
+            refuse a Q head of another vocabulary.
+
+    Raises:
+        ValueError: built with fields of mismatched shapes, or (when concrete) a non-finite reward,
+            a negative or non-finite weight, negative token ids or non-finite or negative
+            next-token probabilities.
     """
 
     hidden: Float[Array, "N L1 d"]
@@ -52,6 +60,39 @@ class Rollouts(eqx.Module):
     next_ids: Int[Array, "N L1 k"]
     next_probs: Float[Array, "N L1 k"]
     weight: Float[Array, " N"]
+    vocab_size: int | None = eqx.field(static=True, default=None)
+
+    def __check_init__(self):
+        if np.ndim(self.tokens) != 2:
+            raise ValueError(expected("tokens", "a [N, L] array", f"shape {np.shape(self.tokens)}", raw=True))
+        n, length = np.shape(self.tokens)
+        want = {"mask": (n, length), "reward": (n,), "weight": (n,)}
+        for name, shape in want.items():
+            if tuple(np.shape(getattr(self, name))) != shape:
+                raise ValueError(expected(name, f"shape {shape} (N, L from tokens)", f"shape {np.shape(getattr(self, name))}", raw=True))
+        h = np.shape(self.hidden)
+        if len(h) != 3 or h[:2] != (n, length + 1):
+            raise ValueError(expected("hidden", f"shape ({n}, {length + 1}, d)", f"shape {h}", raw=True))
+        i = np.shape(self.next_ids)
+        if len(i) != 3 or i[:2] != (n, length + 1) or np.shape(self.next_probs) != i:
+            raise ValueError(expected("next_ids, next_probs", f"two arrays of shape ({n}, {length + 1}, k)",
+                                      f"shapes {i}, {np.shape(self.next_probs)}", raw=True))
+        if self.vocab_size is not None:
+            check_int(self.vocab_size, "vocab_size", minimum=1)
+        if is_concrete(self.reward, self.weight, self.tokens, self.next_ids, self.next_probs):
+            check_finite(self.reward, "reward")
+            w = np.asarray(self.weight)
+            if not np.all(np.isfinite(w) & (w >= 0)):
+                raise ValueError(expected("weight", "finite weights >= 0", w[~(np.isfinite(w) & (w >= 0))][0]))
+            p = np.asarray(self.next_probs)
+            if not np.all(np.isfinite(p) & (p >= 0)):
+                raise ValueError(expected("next_probs", "finite probabilities >= 0", p[~(np.isfinite(p) & (p >= 0))][0]))
+            for name in ("tokens", "next_ids"):
+                a = np.asarray(getattr(self, name))
+                if a.size and a.min() < 0:
+                    raise ValueError(expected(name, "token ids >= 0", int(a.min())))
+                if self.vocab_size is not None and a.size and a.max() >= self.vocab_size:
+                    raise ValueError(expected(name, f"token ids < vocab_size = {self.vocab_size}", int(a.max())))
 
     @property
     def num_samples(self) -> int:
@@ -76,6 +117,10 @@ def fudge_loss(head, data: Rollouts) -> Float[Array, ""]:
     Returns:
         The scalar loss (float32).
 
+    Raises:
+        TypeError: not a value head, not :class:`Rollouts`.
+        ValueError: a head whose hidden size is not the data's.
+
     References:
         Mudgal et al., ICML 2024, Eq. 4.
 
@@ -88,6 +133,8 @@ def fudge_loss(head, data: Rollouts) -> Float[Array, ""]:
         >>> float(fudge_loss(ValueHead(toy.num_nodes), data))    # V = 0, r = 1 everywhere
         1.0
     """
+    check_scorer(head, "value", "head")
+    check_rollouts(data, head)
     return _fudge_loss(head, data)
 
 
@@ -100,8 +147,8 @@ def _fudge_loss(head, data):
 
 def _cdq_targets(head, data: Rollouts):
     """CD-Q's target per token ``[N, L]`` (stop-gradient) and the Q of the sampled tokens ``[N, L]``."""
-    q = head.at(data.hidden[:, :-1], data.tokens[..., None])[..., 0]
-    nxt = jnp.sum(data.next_probs[:, 1:] * head.at(data.hidden[:, 1:], data.next_ids[:, 1:]), axis=-1)
+    q = head.at(data.hidden[:, :-1], data.tokens[..., None], check_ids=False)[..., 0]
+    nxt = jnp.sum(data.next_probs[:, 1:] * head.at(data.hidden[:, 1:], data.next_ids[:, 1:], check_ids=False), axis=-1)
     live_next = jnp.concatenate([data.mask[:, 1:], jnp.zeros_like(data.mask[:, :1])], axis=1)
     terminal = data.mask & ~live_next
     target = jnp.where(terminal, data.reward[:, None], lax.stop_gradient(nxt))
@@ -121,6 +168,10 @@ def cdq_loss(head, data: Rollouts) -> Float[Array, ""]:
     Returns:
         The scalar loss (float32).
 
+    Raises:
+        TypeError: not a Q head, not :class:`Rollouts`.
+        ValueError: a head whose hidden size or vocabulary is not the data's.
+
     References:
         Mudgal et al., ICML 2024, Eq. 5.
 
@@ -132,6 +183,8 @@ def cdq_loss(head, data: Rollouts) -> Float[Array, ""]:
         >>> float(cdq_loss(QHead(toy.num_nodes, 3), data))      # Q = 0: only the last step misses r = 1
         0.25
     """
+    check_scorer(head, "q", "head")
+    check_rollouts(data, head)
     return _cdq_loss(head, data)
 
 
@@ -217,7 +270,8 @@ def rollouts(model: lm.Llama, prompt_tokens, prompt_mask, result: lm.GenerateRes
     k = check_int(top_k, "top_k", minimum=1, maximum=model.config.vocab_size)
     c = check_int(chunk_size, "chunk_size", minimum=1)
     hid, ids, probs = _rollouts_jit(model, prompt, pmask, tokens, jnp.asarray(result.mask, bool), k, min(c, n))
-    return Rollouts(hid, tokens, jnp.asarray(result.mask, bool), r, ids, probs, jnp.ones_like(r))
+    return Rollouts(hid, tokens, jnp.asarray(result.mask, bool), r, ids, probs, jnp.ones_like(r),
+                    vocab_size=model.config.vocab_size)
 
 
 def check_prompt(prompt_tokens, prompt_mask, name: str = "prompt_tokens"):
@@ -232,10 +286,32 @@ def check_prompt(prompt_tokens, prompt_mask, name: str = "prompt_tokens"):
 
 
 def check_rollouts(data, head=None, name: str = "data") -> Rollouts:
-    """TypeError unless ``data`` is :class:`Rollouts` (and matches ``head``'s hidden size)."""
+    """TypeError unless ``data`` is :class:`Rollouts`; ValueError unless it matches ``head``.
+
+    The head's hidden size must be the data's; a Q head's vocabulary must be the data's
+    ``vocab_size`` (when known) and hold every token and next-token id of the data (when concrete).
+    """
     if not isinstance(data, Rollouts):
         raise TypeError(expected(name, "a jaxcore.decoding.Rollouts", type(data).__name__, raw=True))
     if head is not None and head.dim != data.hidden.shape[-1]:
         raise ValueError(expected(f"{name}.hidden", f"hidden size {head.dim} (the head's)", data.hidden.shape))
+    v = _q_vocab(head)
+    if v is not None:
+        if data.vocab_size is not None and v != data.vocab_size:
+            raise ValueError(expected("head", f"a Q head over the data's vocabulary of {data.vocab_size} tokens",
+                                      f"a head over {v} tokens", raw=True))
+        if is_concrete(data.tokens, data.next_ids):
+            top = max(int(np.max(data.tokens, initial=0)), int(np.max(data.next_ids, initial=0)))
+            if top >= v:
+                raise ValueError(expected("head", f"a Q head over at least {top + 1} tokens (the data's ids)",
+                                          f"a head over {v} tokens", raw=True))
     return data
+
+
+def _q_vocab(head):
+    if isinstance(head, QHead):
+        return int(head.weight.shape[1])
+    if isinstance(head, Combined) and head.scorers:
+        return _q_vocab(head.scorers[0])
+    return None
 

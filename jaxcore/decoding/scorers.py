@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_int, check_key, default_float, expected
+from jaxcore._util import check_int, check_key, default_float, error_if, expected, is_concrete
 
 __all__ = ["Combined", "QHead", "ValueHead", "combine"]
 
@@ -67,6 +67,24 @@ class ValueHead(eqx.Module):
         return _normalise(hidden) @ self.weight + self.bias
 
 
+def _check_ids(ids, vocab_size: int, name: str):
+    """Integer token ids in ``[0, vocab_size)``: on the host when concrete, else at run time (``error_if``)."""
+    dtype = getattr(ids, "dtype", None)
+    if dtype is None:
+        ids = np.asarray(ids)
+        dtype = ids.dtype
+    if dtype == np.bool_ or not jnp.issubdtype(dtype, jnp.integer):
+        raise TypeError(expected(name, "an integer array of token ids", f"dtype {dtype}", raw=True))
+    what = f"token ids in [0, {vocab_size})"
+    if is_concrete(ids):
+        a = np.asarray(ids)
+        bad = a[(a < 0) | (a >= vocab_size)]
+        if bad.size:
+            raise ValueError(expected(name, what, int(bad[0])))
+        return jnp.asarray(ids)
+    return error_if(ids, jnp.any((ids < 0) | (ids >= vocab_size)), name, what + " (checked at run time)")
+
+
 class QHead(eqx.Module):
     """Next-token values ``Q(h) = W^T n(h)`` for the whole vocabulary (CD-Q's scorer).
 
@@ -106,8 +124,17 @@ class QHead(eqx.Module):
     def __call__(self, hidden: Float[Array, "... d"]) -> Float[Array, "... V"]:
         return _normalise(hidden) @ self.weight
 
-    def at(self, hidden: Float[Array, "... d"], ids: Int[Array, "... k"]) -> Float[Array, "... k"]:
-        """``Q(h)[ids]`` without forming all V values (a gather of k columns)."""
+    def at(self, hidden: Float[Array, "... d"], ids: Int[Array, "... k"], *, check_ids: bool = True) -> Float[Array, "... k"]:
+        """``Q(h)[ids]`` without forming all V values (a gather of k columns).
+
+        Raises:
+            TypeError: non-integer ``ids``.
+            ValueError: an id outside ``[0, V)`` (on the host when concrete; under ``jit`` at run
+                time, an ``EqxRuntimeError`` naming ``ids``, unless ``check_ids=False`` for callers
+                who validated the ids once: then an out-of-range id gives NaN).
+        """
+        if check_ids:
+            ids = _check_ids(ids, self.weight.shape[1], "ids")
         w = jnp.take(self.weight, ids, axis=1)  # [d, ..., k]
         w = jnp.moveaxis(w, 0, -1)  # [..., k, d]
         return jnp.einsum("...d,...kd->...k", _normalise(hidden), w)
@@ -130,9 +157,9 @@ class Combined(eqx.Module):
     def __call__(self, hidden):
         return sum(w * s(hidden) for w, s in zip(self.weights, self.scorers))
 
-    def at(self, hidden, ids):
-        """Weighted sum of the members' :meth:`QHead.at` (Q heads only)."""
-        return sum(w * s.at(hidden, ids) for w, s in zip(self.weights, self.scorers))
+    def at(self, hidden, ids, *, check_ids: bool = True):
+        """Weighted sum of the members' :meth:`QHead.at` (Q heads only; ids checked as there)."""
+        return sum(w * s.at(hidden, ids, check_ids=check_ids) for w, s in zip(self.weights, self.scorers))
 
 
 def _kind(s):

@@ -27,6 +27,7 @@ from jaxcore import lm
 from jaxcore._util import as_float_array, check_int, check_key, check_scalar, check_shape, expected
 
 from .losses import Rollouts
+from .scorers import _check_ids
 from .tokenwise import tilted_kl
 
 __all__ = ["ToyLM", "ToySample", "ToyValues", "random_toy_lm", "toy_logprob", "toy_rollouts", "toy_sample",
@@ -130,6 +131,11 @@ def _step_logprobs(toy, seqs):
 def toy_logprob(toy: ToyLM, tokens: Int[Array, "n T"]) -> Float[Array, " n"]:
     """Exact ``log p(y)`` of sequences ``[n, T]`` under the toy model.
 
+    Raises:
+        TypeError: not a :class:`ToyLM`, non-integer tokens.
+        ValueError: tokens not of shape ``[n, T]`` or an id outside ``[0, V)`` (under ``jit``: at
+            run time, an ``EqxRuntimeError`` naming ``tokens``).
+
     Examples:
         >>> import jax, jax.numpy as jnp
         >>> toy = random_toy_lm(jax.random.key(0))
@@ -137,9 +143,9 @@ def toy_logprob(toy: ToyLM, tokens: Int[Array, "n T"]) -> Float[Array, " n"]:
         1.0
     """
     _check_toy(toy)
-    seqs = jnp.asarray(tokens, jnp.int32)
+    seqs = _check_ids(tokens, toy.vocab_size, "tokens")
     check_shape(seqs, "tokens", (None, toy.length))
-    return _logprob_jit(toy, seqs)
+    return _logprob_jit(toy, seqs.astype(jnp.int32))
 
 
 @eqx.filter_jit
@@ -222,7 +228,7 @@ def _rollouts_jit(toy, r, seqs):
     ids = jnp.broadcast_to(jnp.arange(toy.vocab_size, dtype=jnp.int32), next_lp.shape)
     dt = toy.logits.dtype
     return Rollouts(toy.hidden(nodes), seqs, jnp.ones(seqs.shape, bool), r.astype(dt), ids,
-                    jax.nn.softmax(next_lp, axis=-1), jnp.exp(logp).astype(dt))
+                    jax.nn.softmax(next_lp, axis=-1), jnp.exp(logp).astype(dt), vocab_size=toy.vocab_size)
 
 
 class ToySample(NamedTuple):

@@ -149,3 +149,45 @@ def test_best_of_k_law_gives_zero_for_zero_mass_and_refuses_unnormalised_input()
     _raises(ValueError, "logprob", lambda: best_of_k_law(jnp.zeros(4), jnp.arange(4.0), 2))  # sums to 4
     _raises(ValueError, "logprob", lambda: best_of_k_law(jnp.array([jnp.nan, 0.0]), jnp.arange(2.0), 2))
     _raises(ValueError, "reward", lambda: best_of_k_law(jnp.log(jnp.array([0.5, 0.5])), jnp.array([0.0, jnp.nan]), 2))
+
+
+def test_toy_logprob_and_qhead_at_refuse_ids_outside_the_vocabulary():
+    # issue 48 item 9: toy_logprob wrapped -1 and gave NaN for V; QHead.at with an id >= V gave NaN.
+    from jaxcore.decoding import toy_logprob
+
+    good = jnp.array([[0, 1, 2, 2]])
+    np.testing.assert_allclose(toy_logprob(TOY, good), jax.jit(lambda t: toy_logprob(TOY, t))(good), rtol=1e-6)
+    for bad in (-1, 3):
+        _raises(ValueError, "tokens", lambda: toy_logprob(TOY, good.at[0, 3].set(bad)))
+    with pytest.raises(Exception, match=r"tokens: expected token ids in \[0, 3\)"):
+        jax.block_until_ready(jax.jit(lambda t: toy_logprob(TOY, t))(good.at[0, 3].set(3)))
+    head = QHead(4, 3, key=jax.random.key(0))
+    h = jnp.ones((2, 4))
+    np.testing.assert_allclose(head.at(h, jnp.array([[2], [0]]))[:, 0], head(h)[jnp.arange(2), jnp.array([2, 0])], rtol=1e-6)
+    _raises(ValueError, "ids", lambda: head.at(h, jnp.array([[3], [0]])))
+    _raises(TypeError, "ids", lambda: head.at(h, jnp.array([[1.0], [0.0]])))
+    with pytest.raises(Exception, match=r"ids: expected token ids in \[0, 3\)"):
+        jax.block_until_ready(jax.jit(lambda i: head.at(h, i))(jnp.array([[3], [0]])))
+
+
+def test_cdq_and_rollouts_refuse_a_mismatched_head_and_bad_fields():
+    # issue 48 item 15: fit_cdq trained a 5-token head on 3-token data; Rollouts took a reward of the
+    # wrong length and a negative weight; cdq_loss with a mismatched head raised inside opt_einsum.
+    from jaxcore.decoding import Rollouts, cdq_loss
+
+    assert DATA.vocab_size == 3
+    k, d = jax.random.key(0), TOY.num_nodes
+    _raises(ValueError, "head", lambda: fit_cdq(k, QHead(d, 5), DATA, num_steps=2))
+    _raises(ValueError, "head", lambda: cdq_loss(QHead(d, 2), DATA))
+    _raises(ValueError, "data.hidden", lambda: cdq_loss(QHead(d + 1, 3), DATA))
+    _raises(TypeError, "head", lambda: cdq_loss(ValueHead(d), DATA))
+    unknown = Rollouts(*(getattr(DATA, f) for f in ("hidden", "tokens", "mask", "reward", "next_ids", "next_probs", "weight")))
+    _raises(ValueError, "head", lambda: cdq_loss(QHead(d, 2), unknown))  # ids up to 2 need 3 columns
+    assert float(cdq_loss(QHead(d, 3), DATA)) == pytest.approx(float(cdq_loss(QHead(d, 3), unknown)))
+    fields = dict(hidden=DATA.hidden, tokens=DATA.tokens, mask=DATA.mask, reward=DATA.reward,
+                  next_ids=DATA.next_ids, next_probs=DATA.next_probs, weight=DATA.weight)
+    _raises(ValueError, "reward", lambda: Rollouts(**{**fields, "reward": DATA.reward[:3]}))
+    _raises(ValueError, "reward", lambda: Rollouts(**{**fields, "reward": DATA.reward.at[0].set(jnp.nan)}))
+    _raises(ValueError, "weight", lambda: Rollouts(**{**fields, "weight": DATA.weight.at[0].set(-1.0)}))
+    _raises(ValueError, "hidden", lambda: Rollouts(**{**fields, "hidden": DATA.hidden[:, 1:]}))
+    _raises(ValueError, "tokens", lambda: Rollouts(**fields, vocab_size=2))
