@@ -24,7 +24,7 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import as_float_array, check_int, check_key, check_scalar, check_shape, expected
+from jaxcore._util import as_float_array, check_finite, check_int, check_key, check_scalar, check_shape, expected
 
 from .losses import Rollouts
 from .scorers import _check_ids
@@ -169,6 +169,7 @@ class ToyValues(NamedTuple):
 def _check_reward(toy, reward):
     r = as_float_array(reward, "reward")
     check_shape(r, "reward", (toy.vocab_size ** toy.length,))
+    check_finite(r, "reward")
     return r
 
 
@@ -176,6 +177,10 @@ def toy_values(toy: ToyLM, reward: Float[Array, " n"]) -> ToyValues:
     """``V*`` and ``Q*`` of a sequence reward (indexed like :func:`toy_sequences`) by backward induction.
 
     ``V*(y_<=T) = r(y)``, ``V*(y_<t) = sum_y p(y | y_<t) V*(y_<t, y)``.
+
+    Raises:
+        TypeError: not a :class:`ToyLM`, a non-real reward.
+        ValueError: a reward not of shape ``[V^T]`` or (when concrete) holding NaN/inf.
 
     Examples:
         >>> import jax, jax.numpy as jnp

@@ -29,10 +29,11 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 import jax
+import numpy as np
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_choice, check_int, check_positive, check_shape, expected
+from jaxcore._util import check_choice, check_int, check_positive, check_shape, error_if, expected, is_concrete
 
 from .data import EffectData
 
@@ -238,6 +239,30 @@ def _solve_jit(kernel, treatment, mask, lam, max_steps, tol, method, chunk_size)
     return BalancingResult(*(z.reshape((nc * cs,) + z.shape[2:])[:b] for z in out))
 
 
+def _check_kernel(k, mask):
+    """Finite, symmetric, non-negative diagonal on the real units (a cheap part of PSD); on the host
+    when concrete, finiteness at run time under ``jit``."""
+    real = mask[:, :, None] & mask[:, None, :]
+    if not is_concrete(k, mask):
+        return error_if(k, jnp.any(real & ~jnp.isfinite(k)), "kernel", "finite values on the real units")
+    a, r = np.asarray(k, np.float64), np.asarray(real)
+    bad = r & ~np.isfinite(a)
+    if bad.any():
+        raise ValueError(expected("kernel", "finite values on the real units", f"{a[bad][0]} at {tuple(int(i) for i in np.argwhere(bad)[0])}", raw=True))
+    a = np.where(r, a, 0.0)
+    diag = np.diagonal(a, axis1=1, axis2=2)
+    if np.any(diag < 0):
+        raise ValueError(expected("kernel", "a positive-semidefinite kernel (its diagonal >= 0)",
+                                  f"diagonal entry {diag[diag < 0][0]}", raw=True))
+    scale = np.max(np.abs(a), axis=(1, 2), keepdims=True)
+    asym = np.abs(a - np.swapaxes(a, 1, 2)) > 1e-5 * np.maximum(scale, 1e-30)
+    if asym.any():
+        i = tuple(int(j) for j in np.argwhere(asym)[0])
+        raise ValueError(expected("kernel", "a symmetric (positive-semidefinite) kernel",
+                                  f"K{list(i)} = {a[i]} != K{[i[0], i[2], i[1]]} = {a[i[0], i[2], i[1]]}", raw=True))
+    return k
+
+
 def balancing_dual(
     kernel: Float[Array, "B N N"],
     data: EffectData,
@@ -270,7 +295,10 @@ def balancing_dual(
         :class:`BalancingResult`.
 
     Raises:
-        ValueError: shapes disagree, ``lam``/``tol`` not positive, ``max_steps < 1``.
+        ValueError: shapes disagree, ``lam``/``tol`` not positive, ``max_steps < 1``; a kernel
+            with a NaN/inf, a negative diagonal entry or asymmetric (beyond 1e-5 relative) on the
+            real units (checked on the host when concrete; NaN/inf at run time under ``jit``). The
+            kernel must be positive-semidefinite; the cheap checks catch some kernels that are not.
 
     References:
         J. Zhang et al., "Towards Causal Foundation Model: on Duality between Causal Inference and
@@ -294,7 +322,7 @@ def balancing_dual(
     chunk_size = check_int(chunk_size, "chunk_size", 1)
     if not jnp.issubdtype(jnp.asarray(kernel).dtype, jnp.floating):
         raise TypeError(expected("kernel", "a floating array", f"dtype {jnp.asarray(kernel).dtype}", raw=True))
-    k = jnp.asarray(kernel)
+    k = _check_kernel(jnp.asarray(kernel), data.mask)
     return _solve_jit(k, data.treatment.astype(k.dtype), data.mask, jnp.asarray(lam, k.dtype),
                       jnp.asarray(max_steps, jnp.int32), jnp.asarray(tol, k.dtype), method,
                       chunk_size)

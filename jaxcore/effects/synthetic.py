@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
 
-from jaxcore._util import check_choice, check_int, check_key, check_positive, default_float
+from jaxcore._util import check_choice, check_finite, check_int, check_key, check_positive, default_float
 
 from .data import EffectData
 
@@ -54,7 +54,7 @@ def linear_design(
 
     Raises:
         TypeError: ``key`` is not a PRNG key.
-        ValueError: invalid sizes or scales.
+        ValueError: invalid sizes or scales, a NaN/inf ``effect``.
 
     Examples:
         >>> d = linear_design(jax.random.key(0), 100, 3, effect=2.0)
@@ -66,6 +66,7 @@ def linear_design(
     dim = check_int(num_features, "num_features", 1)
     check_positive(confounding, "confounding", allow_zero=True)
     check_positive(noise, "noise")
+    check_finite(effect, "effect")
     dtype = default_float()
     kx, kt, ke = jax.random.split(key, 3)
     x = jax.random.normal(kx, (n, dim), dtype)

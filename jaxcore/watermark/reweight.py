@@ -162,7 +162,9 @@ def kgw_reweight(logits: Float[Array, "... V"], green: Any, delta: float | Float
         delta: the bias, a finite number >= 0.
 
     Returns:
-        ``[..., V]`` biased logits (the softmax is P(t) e^(delta [t green]) / normaliser).
+        ``[..., V]`` biased logits (the softmax is P(t) e^(delta [t green]) / normaliser), in the
+        logits' dtype, except float16 logits: biased and returned in float32 (float16 overflows to
+        inf above 65504, so 65000 + 1000 would otherwise be inf).
 
     Raises:
         ValueError: shapes that differ, a negative or non-finite delta.
@@ -176,6 +178,8 @@ def kgw_reweight(logits: Float[Array, "... V"], green: Any, delta: float | Float
         [2.0, 0.0, 2.0]
     """
     logits = as_float_array(logits, "logits")
+    if logits.dtype == jnp.float16:  # explicit conversion: float16 would overflow to inf
+        logits = logits.astype(jnp.float32)
     green = jnp.asarray(green)
     if green.dtype != jnp.bool_:
         raise TypeError(expected("green", "a bool array", f"dtype {green.dtype}", raw=True))

@@ -191,3 +191,11 @@ def test_cdq_and_rollouts_refuse_a_mismatched_head_and_bad_fields():
     _raises(ValueError, "weight", lambda: Rollouts(**{**fields, "weight": DATA.weight.at[0].set(-1.0)}))
     _raises(ValueError, "hidden", lambda: Rollouts(**{**fields, "hidden": DATA.hidden[:, 1:]}))
     _raises(ValueError, "tokens", lambda: Rollouts(**fields, vocab_size=2))
+
+
+def test_toy_values_refuses_a_nan_reward():
+    # issue 48 item 16: a NaN reward propagated into every value.
+    r = jnp.linspace(0.0, 1.0, 81)
+    assert bool(jnp.all(jnp.isfinite(toy_values(TOY, r).q)))
+    _raises(ValueError, "reward", lambda: toy_values(TOY, r.at[5].set(jnp.nan)))
+    _raises(ValueError, "reward", lambda: toy_rollouts(TOY, r.at[5].set(jnp.inf)))

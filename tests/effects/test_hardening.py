@@ -108,3 +108,23 @@ def test_generators_and_batching_arguments():
         stack_datasets([])
     with pytest.raises(ValueError, match="num_units: expected"):
         stack_datasets([_d()], 3)
+
+
+def test_linear_design_and_balancing_dual_refuse_nan_and_non_psd_kernels():
+    # issue 48 items 16 and 12: linear_design(effect=nan) and a NaN kernel entry propagated NaN;
+    # balancing_dual(-K) returned weights.
+    with pytest.raises(ValueError, match="^effect: expected finite values"):
+        linear_design(jax.random.key(0), 8, 2, effect=float("nan"))
+    assert float(linear_design(jax.random.key(0), 8, 2, effect=2.0).ate[0]) == 2.0
+    d = _d()
+    k = kernel_matrix(d)
+    good = balancing_dual(k, d, lam=0.5)
+    assert bool(jnp.all(jnp.isfinite(good.weights)))
+    for bad, match in ((k.at[0, 1, 2].set(jnp.nan), "finite values"), (-k, "diagonal >= 0"),
+                       (k.at[0, 1, 2].add(0.5), "symmetric")):
+        with pytest.raises(ValueError, match=f"^kernel: expected .*{match}"):
+            balancing_dual(bad, d, lam=0.5)
+    run = jax.jit(lambda kk: balancing_dual(kk, d, lam=0.5).weights)
+    np.testing.assert_allclose(run(k), good.weights, rtol=1e-5, atol=1e-6)
+    with pytest.raises(Exception, match="kernel: expected finite values on the real units"):
+        jax.block_until_ready(run(k.at[0, 1, 2].set(jnp.nan)))

@@ -106,3 +106,14 @@ def test_dip_reweight_refuses_unnormalised_or_non_finite_probabilities(probs, wh
 
     with pytest.raises(ValueError, match=f"probs: expected .*{what}"):
         dip_reweight(jnp.array(probs), jnp.arange(4), 0.3)
+
+
+def test_kgw_reweight_converts_float16_rather_than_overflowing():
+    # issue 48 item 16: float16 logits 65000 + delta 1000 overflowed to inf.
+    logits = jnp.array([64992.0, 0.0, -64992.0], jnp.float16)  # exact in float16
+    out = kgw_reweight(logits, jnp.array([True, True, False]), 1000.0)
+    assert out.dtype == jnp.float32
+    np.testing.assert_array_equal(out, [65992.0, 1000.0, -64992.0])
+    assert kgw_reweight(jnp.zeros(2, jnp.bfloat16), jnp.array([True, False]), 2.0).dtype == jnp.bfloat16
+    with pytest.raises(ValueError, match="^delta: expected"):
+        kgw_reweight(logits, jnp.array([True, True, False]), float("inf"))
