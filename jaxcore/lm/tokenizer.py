@@ -27,6 +27,12 @@ class Tokenizer:
         bos_token_id, eos_token_id, pad_token_id: special ids (``None`` when the file gives none).
         chat_template: the Jinja chat template, or ``None``.
 
+    Raises:
+        TypeError: tokens or merges that are not sequences of str.
+        ValueError: no tokens; a merge that is not ``"left right"`` or names a token (or makes a
+            token) outside the vocabulary; a special id outside ``[0, vocab_size)``; ``token_types``
+            whose length is not the vocabulary's.
+
     Examples:
         >>> from jaxcore.datasets import smollm2_gguf
         >>> tok = Tokenizer.from_gguf(smollm2_gguf())  # doctest: +SKIP
@@ -40,11 +46,33 @@ class Tokenizer:
         from tokenizers import AddedToken, decoders, models, pre_tokenizers
         from tokenizers import Tokenizer as _HFTokenizer
 
+        if isinstance(tokens, str) or not isinstance(tokens, Sequence) or not all(isinstance(t, str) for t in tokens):
+            raise TypeError(expected("tokens", "a sequence of str", type(tokens).__name__, raw=True))
+        if not tokens:
+            raise ValueError(expected("tokens", "at least one token", "an empty sequence", raw=True))
+        if isinstance(merges, str) or not isinstance(merges, Sequence):
+            raise TypeError(expected("merges", "a sequence of 'left right' str", type(merges).__name__, raw=True))
+        bad = next((m for m in merges if not isinstance(m, str) or len(m.split(" ")) != 2), None)
+        if bad is not None or any(not isinstance(m, str) for m in merges):
+            raise ValueError(expected("merges", "entries 'left right' (two tokens, one space)", bad))
         tokens = list(tokens)
         self.vocab_size = len(tokens)
+        for name, i in (("bos_token_id", bos_token_id), ("eos_token_id", eos_token_id), ("pad_token_id", pad_token_id)):
+            if i is not None:
+                check_int(i, name, minimum=0, maximum=self.vocab_size - 1)
+        if token_types is not None and len(token_types) != self.vocab_size:
+            raise ValueError(expected("token_types", f"one type per token ({self.vocab_size})",
+                                      f"{len(token_types)} types", raw=True))
         vocab = {t: i for i, t in enumerate(tokens)}
         pairs = [tuple(m.split(" ", 1)) for m in merges]
-        bpe = models.BPE(vocab=vocab, merges=pairs, fuse_unk=False, byte_fallback=False)
+        missing = next(((m, t) for m in merges for t in m.split(" ") if t not in vocab), None)
+        if missing is not None:
+            raise ValueError(expected("merges", "merges of tokens in the vocabulary",
+                                      f"{missing[0]!r} ({missing[1]!r} is not a token)", raw=True))
+        try:
+            bpe = models.BPE(vocab=vocab, merges=pairs, fuse_unk=False, byte_fallback=False)
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception for a bad merge table
+            raise ValueError(expected("merges", "a BPE merge table of the vocabulary", str(exc), raw=True)) from exc
         tk = _HFTokenizer(bpe)
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         if pre_tokenizer == "smollm":
@@ -94,7 +122,8 @@ class Tokenizer:
         """From a GGUF file's metadata.
 
         Raises:
-            FileNotFoundError: no such file. ValueError: not a byte-level BPE tokenizer.
+            FileNotFoundError: no such file. ValueError: a directory or a non-GGUF file, not a
+                byte-level BPE tokenizer, or bad tokenizer metadata (as the constructor).
         """
         from .weights import gguf_metadata
 

@@ -89,9 +89,22 @@ def _reader(path):
         import gguf
     except ImportError as exc:  # pragma: no cover - gguf is a dependency
         raise ImportError("reading GGUF files needs the gguf package; run: pip install gguf") from exc
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(expected("path", "a str or os.PathLike path of a GGUF file", type(path).__name__, raw=True))
     if not os.path.exists(path):
         raise FileNotFoundError(expected("path", "an existing GGUF file", str(path)))
-    return gguf.GGUFReader(str(path))
+    if os.path.isdir(path):
+        raise ValueError(expected("path", "a GGUF file", f"the directory {str(path)!r}", raw=True))
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic != b"GGUF":
+        raise ValueError(expected("path", "a GGUF file (starting with b'GGUF')",
+                                  f"{str(path)!r} starting with {magic!r}", raw=True))
+    try:
+        return gguf.GGUFReader(str(path))
+    except Exception as exc:  # noqa: BLE001 - a truncated or corrupt file fails anywhere inside the reader
+        raise ValueError(expected("path", "a readable GGUF file", f"{str(path)!r} ({type(exc).__name__}: {exc})",
+                                  raw=True)) from exc
 
 
 def _field_value(field) -> Any:
@@ -111,7 +124,7 @@ def gguf_metadata(path: str | os.PathLike) -> dict[str, Any]:
         ``{key: value}`` (for example ``"llama.block_count": 30``, ``"tokenizer.ggml.tokens": [...]``).
 
     Raises:
-        FileNotFoundError: no such file.
+        FileNotFoundError: no such file. ValueError: a directory, an empty, truncated or non-GGUF file.
 
     Examples:
         >>> from jaxcore.datasets import smollm2_gguf
@@ -182,7 +195,8 @@ def gguf_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
         ``{name: array}``.
 
     Raises:
-        FileNotFoundError: no such file. ValueError: not a llama GGUF or an unsupported tensor type.
+        FileNotFoundError: no such file. ValueError: a directory, an empty, truncated or non-GGUF
+            file, not a llama GGUF or an unsupported tensor type.
 
     Examples:
         >>> from jaxcore.datasets import smollm2_gguf
@@ -278,8 +292,8 @@ def llama_from_gguf(path: str | os.PathLike, dtype: str = "float32") -> Llama:
         The model.
 
     Raises:
-        FileNotFoundError: no such file. ValueError: not a llama GGUF, an unsupported tensor type,
-            or an unknown ``dtype``.
+        FileNotFoundError: no such file. ValueError: a directory, an empty, truncated or non-GGUF
+            file, not a llama GGUF, an unsupported tensor type, or an unknown ``dtype``.
 
     Examples:
         >>> from jaxcore.datasets import smollm2_gguf

@@ -270,3 +270,25 @@ def test_encode_batch_pads_with_a_valid_id():
     tokens, mask = _tok().encode_batch(["abab", "a"], pad_token_id=2)
     np.testing.assert_array_equal(tokens, [[3, 3], [2, 0]])
     np.testing.assert_array_equal(mask, [[True, True], [False, True]])
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(merges=["x y"]), ValueError, "^merges: expected merges of tokens in the vocabulary, got 'x y'"),
+    (dict(merges=["a"]), ValueError, "^merges: expected entries 'left right'"),
+    (dict(merges=[1]), ValueError, "^merges: expected entries 'left right'"),
+    (dict(merges="a b"), TypeError, "^merges: expected a sequence"),
+    (dict(tokens=[1, 2]), TypeError, "^tokens: expected a sequence of str"),
+    (dict(tokens=[], merges=[]), ValueError, "^tokens: expected at least one token"),
+    (dict(bos_token_id=4), ValueError, r"^bos_token_id: expected an int in \[0, 3\]"),
+    (dict(eos_token_id=-1), ValueError, r"^eos_token_id: expected an int in \[0, 3\]"),
+    (dict(pad_token_id=1.0), TypeError, "^pad_token_id: expected an int"),
+    (dict(token_types=[1, 1, 3]), ValueError, r"^token_types: expected one type per token \(4\), got 3 types"),
+])
+def test_tokenizer_constructor_refuses_bad_vocabularies(kw, exc, match):
+    # issue 48 item 17: bad merges raised a bare Exception; bos beyond V and short token_types were accepted.
+    args = dict(tokens=["a", "b", "c", "ab"], merges=["a b"])
+    args.update(kw)
+    with pytest.raises(exc, match=match):
+        lm.Tokenizer(args.pop("tokens"), args.pop("merges"), **args)
+    tok = lm.Tokenizer(["a", "b", "c", "ab"], ["a b"], token_types=[1, 1, 1, 1], bos_token_id=3)
+    assert tok.encode("abc") == [3, 2] and tok.bos_token_id == 3

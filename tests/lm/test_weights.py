@@ -51,3 +51,30 @@ def test_dequantize_refusals():
 def test_llama_config_from_gguf_refuses_other_architectures():
     with pytest.raises(ValueError, match="^general.architecture: expected"):
         lm.llama_config_from_gguf({"general.architecture": "gpt2"})
+
+
+def test_gguf_loaders_refuse_directories_empty_and_garbage_files(tmp_path):
+    # issue 48 item 17: a 15-byte garbage GGUF failed inside NumPy, an empty file with "cannot mmap an
+    # empty file", a directory with an IsADirectoryError not naming path.
+    empty = tmp_path / "empty.gguf"
+    empty.write_bytes(b"")
+    garbage = tmp_path / "garbage.gguf"
+    garbage.write_bytes(b"\x01" * 15)
+    truncated = tmp_path / "truncated.gguf"
+    truncated.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 7)
+    magic = r"a GGUF file \(starting with b'GGUF'\), got .*"
+    for path, match in ((tmp_path, "a GGUF file, got the directory"), (empty, magic + "starting with b''"),
+                        (garbage, magic + r"starting with b'\\x01"), (truncated, "a readable GGUF file")):
+        for load in (lm.gguf_metadata, lm.gguf_arrays, lm.llama_from_gguf, lm.Tokenizer.from_gguf):
+            with pytest.raises(ValueError, match=f"^path: expected {match}"):
+                load(path)
+    with pytest.raises(TypeError, match="^path: expected a str or os.PathLike"):
+        lm.gguf_metadata(3)
+    # a valid GGUF still reads
+    good = tmp_path / "good.gguf"
+    w = gguf.GGUFWriter(str(good), "llama")
+    w.add_uint32("answer", 42)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+    assert lm.gguf_metadata(good)["answer"] == 42
