@@ -47,8 +47,8 @@ def nll_per_event(log_likelihood: Float[Array, " batch"], num_events: Array) -> 
 
     Raises:
         TypeError: None or non-numeric inputs.
-        ValueError: the shapes differ or are not 1-D; a NaN log-likelihood; negative or
-            non-finite counts.
+        ValueError: the shapes differ or are not 1-D; no sequence (``B = 0``: nothing to
+            average); a NaN log-likelihood; negative or non-finite counts.
 
     Examples:
         >>> import jax.numpy as jnp
@@ -63,6 +63,8 @@ def nll_per_event(log_likelihood: Float[Array, " batch"], num_events: Array) -> 
     if n.shape != ll.shape:
         raise ValueError(expected("num_events", f"shape {tuple(ll.shape)} (that of log_likelihood)",
                                   f"shape {tuple(n.shape)}", raw=True))
+    if ll.shape[0] == 0:
+        raise ValueError(expected("log_likelihood", "at least one sequence", "shape (0,)", raw=True))
     if is_concrete(ll) and bool(jnp.any(jnp.isnan(ll))):
         raise ValueError(expected("log_likelihood", "no NaN entry", "a NaN entry", raw=True))
     check_positive(n, "num_events", allow_zero=True)
@@ -84,11 +86,13 @@ def ks_statistic(samples: Float[Array, " n"], mask: Bool[Array, " n"] | None = N
         mask: which entries count (default all), same shape.
 
     Returns:
-        Scalar ``D`` in [0, 1] (0 for no valid sample); integer samples are converted to float.
+        Scalar ``D`` in [0, 1]; integer samples are converted to float. Under ``jit`` with no
+        valid sample it is 0 (a distance from nothing: check the mask's count).
 
     Raises:
         TypeError: None or non-numeric ``samples``.
-        ValueError: negative or non-finite samples (where counted); ``mask`` of another shape.
+        ValueError: negative or non-finite samples (where counted); ``mask`` of another shape; no
+            valid sample (empty ``samples`` or an all-False ``mask``) when concrete.
 
     References:
         Brown et al., Neural Computation 14(2), 2002 (time-rescaling goodness of fit).
@@ -106,6 +110,9 @@ def ks_statistic(samples: Float[Array, " n"], mask: Bool[Array, " n"] | None = N
                                       f"shape {np.shape(mask)}", raw=True))
         mask = jnp.asarray(mask, bool)
     if is_concrete(x, mask):
+        if x.size == 0 or (mask is not None and not bool(jnp.any(mask))):
+            name, got = ("samples", "an empty array") if x.size == 0 else ("mask", "an all-False mask")
+            raise ValueError(expected(name, "at least one valid sample", got, raw=True))
         check_positive(x if mask is None else jnp.where(mask, x, 0.0), "samples", allow_zero=True)
     return _ks_statistic(x, mask)
 

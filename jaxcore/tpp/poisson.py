@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from jaxcore._util import check_int, check_key, check_positive, check_scalar, expected, is_concrete
+from jaxcore._util import check_int, check_key, check_positive, check_scalar, error_if, expected, is_concrete
 
 from ._checks import as_param, check_query_times, checked
 from .events import EventBatch, check_batch, check_marks
@@ -140,9 +140,23 @@ class Poisson(eqx.Module):
         return _simulate(key, checked(self.mu, "mu", "positive"), jnp.asarray(T, self.mu.dtype), L, B)
 
     def fit_closed_form(self, batch: EventBatch) -> Poisson:
-        """The maximum-likelihood rates ``mu_k = N_k / sum_b T_b`` (counts floored at 1e-12)."""
+        """The maximum-likelihood rates ``mu_k = N_k / sum_b T_b`` (counts floored at 1e-12).
+
+        Raises:
+            TypeError: not an :class:`EventBatch`.
+            ValueError: marks outside ``[0, K)``; a total observation time ``sum_b T_b`` of 0 (no
+                rate is identified; it gave NaN), checked on the host when concrete and at run time
+                under ``jit``.
+        """
         check_batch(batch)
         check_marks(batch, self.num_marks)
+        total = jnp.sum(batch.T)
+        if is_concrete(total):
+            if not float(total) > 0:
+                raise ValueError(expected("batch.T", "a total observation time > 0", float(total)))
+        else:
+            batch = eqx.tree_at(lambda b: b.T, batch, error_if(batch.T, ~(total > 0), "batch.T",
+                                                              "a total observation time > 0"))
         return eqx.tree_at(lambda m: m.mu, self, _closed_form_rates(self.mu, batch.marks, batch.mask, batch.T))
 
     def to_unconstrained(self) -> dict[str, Array]:

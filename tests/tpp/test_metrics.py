@@ -23,7 +23,7 @@ def test_ks_statistic_matches_scipy():
     mask = rng.uniform(size=57) < 0.7
     d = float(ks_statistic(jnp.asarray(x), jnp.asarray(mask)))
     assert d == pytest.approx(stats.kstest(x[mask], "expon").statistic, abs=1e-6)
-    assert float(ks_statistic(jnp.zeros(3), jnp.zeros(3, bool))) == 0.0
+    assert float(jax.jit(ks_statistic)(jnp.zeros(3), jnp.zeros(3, bool))) == 0.0  # under jit: documented 0
 
 
 def test_nll_per_event():
@@ -314,3 +314,17 @@ def test_sample_next_with_its_brownian_part_matches_a_brute_force_simulation():
         eta = eta + np.sqrt(dt) * rng.standard_normal(n)
     se = np.sqrt(got.var() / n + first.var() / n)
     assert abs(got.mean() - first.mean()) < 5 * se, (got.mean(), first.mean(), se)
+
+
+def test_metrics_refuse_nothing_to_average():
+    # issue 48 item 19: nll_per_event on empty input and ks_statistic all-masked returned 0.
+    with pytest.raises(ValueError, match="^log_likelihood: expected at least one sequence"):
+        nll_per_event(jnp.zeros(0), jnp.zeros(0, jnp.int32))
+    assert float(nll_per_event(jnp.array([-3.0]), jnp.array([0]))) == 3.0  # documented: a total of 0 counts as 1
+    with pytest.raises(ValueError, match="^mask: expected at least one valid sample, got an all-False mask"):
+        ks_statistic(jnp.array([0.1, 0.7]), jnp.array([False, False]))
+    with pytest.raises(ValueError, match="^samples: expected at least one valid sample, got an empty array"):
+        ks_statistic(jnp.zeros(0))
+    x = jnp.array([0.1, 0.7, 2.0, 5.0])
+    d = float(ks_statistic(x, jnp.array([True, True, True, False])))
+    assert d == pytest.approx(stats.kstest([0.1, 0.7, 2.0], "expon").statistic, abs=1e-6)

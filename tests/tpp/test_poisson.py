@@ -57,3 +57,15 @@ def test_errors():
         Poisson(np.ones((2, 2)))
     with pytest.raises(TypeError, match="num_sequences: expected an int"):
         Poisson(1.0).simulate(jax.random.key(0), 1.0, 5, 2.0)
+
+
+def test_fit_closed_form_refuses_zero_observation_time():
+    # issue 48 item 19: zero events over zero time gave a NaN rate.
+    with pytest.raises(ValueError, match="^batch.T: expected a total observation time > 0, got 0.0"):
+        Poisson(1.0).fit_closed_form(EventBatch.from_sequences([[]], T=0.0))
+    batch = EventBatch.from_sequences([[0.5, 1.0], []], T=[2.0, 2.0])
+    np.testing.assert_allclose(Poisson(1.0).fit_closed_form(batch).mu, [0.5])
+    fit = jax.jit(lambda b: Poisson(1.0).fit_closed_form(b).mu)
+    np.testing.assert_allclose(fit(batch), [0.5])
+    with pytest.raises(Exception, match="batch.T: expected a total observation time > 0"):
+        jax.block_until_ready(fit(EventBatch.from_sequences([[]], T=0.0)))
