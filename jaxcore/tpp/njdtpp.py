@@ -236,7 +236,8 @@ def load_checkpoint(path: str | pathlib.Path) -> NJDTPP:
         The :class:`NJDTPP`.
 
     Raises:
-        ValueError: the file has no valid header.
+        ValueError: the file has no valid header, or its weights are truncated, corrupt or
+            followed by other bytes.
 
     Examples:
         >>> import jax, tempfile, pathlib
@@ -253,12 +254,23 @@ def load_checkpoint(path: str | pathlib.Path) -> NJDTPP:
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ValueError(expected("path", "an NJDTPP checkpoint (a JSON header line, then the weights)",
                                       str(path))) from e
-        # a shape template only: abstract arrays, no weights drawn (the key is abstract too)
-        like = eqx.filter_eval_shape(
-            functools.partial(NJDTPP, h["num_marks"], width=h["width"], depth=h["depth"],
-                              activation=h["activation"], dtype=jnp.dtype(h["dtype"])),
-            key=jax.eval_shape(jax.random.key, 0))
-        return eqx.tree_deserialise_leaves(f, like)
+        what = "an NJDTPP checkpoint (a JSON header line, then the weights)"
+        try:
+            # a shape template only: abstract arrays, no weights drawn (the key is abstract too)
+            like = eqx.filter_eval_shape(
+                functools.partial(NJDTPP, h["num_marks"], width=h["width"], depth=h["depth"],
+                                  activation=h["activation"], dtype=jnp.dtype(h["dtype"])),
+                key=jax.eval_shape(jax.random.key, 0))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(expected("path", what, f"{str(path)!r} with the header {h!r}", raw=True)) from e
+        try:
+            model = eqx.tree_deserialise_leaves(f, like)
+        except Exception as e:  # noqa: BLE001 - a truncated or corrupt file fails anywhere in NumPy / equinox
+            raise ValueError(expected("path", what, f"{str(path)!r} whose weights do not read back "
+                                      f"({type(e).__name__})", raw=True)) from e
+        if f.read(1):
+            raise ValueError(expected("path", what, f"{str(path)!r} with bytes after the weights", raw=True))
+        return model
 
 
 class TrainResult(NamedTuple):

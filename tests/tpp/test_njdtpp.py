@@ -136,3 +136,19 @@ def test_njdtpp_fitted_reaches_the_true_model(which):
     d = ll_t - ll_m
     gap, se = d.sum() / N, np.std(d, ddof=1) * np.sqrt(len(d)) / N
     assert gap <= max(2 * se, 0.01), (gap, se)
+
+
+def test_load_checkpoint_refuses_truncated_and_padded_files(tmp_path):
+    # issue 48 item 19: a truncated checkpoint raised equinox's TreePathError.
+    m = NJDTPP(1, key=jax.random.key(0), width=4, depth=1)
+    path = tmp_path / "model.eqx"
+    save_checkpoint(path, m)
+    data = path.read_bytes()
+    assert eqx.tree_equal(load_checkpoint(path), m)
+    for name, content, match in (("short", data[:-7], "whose weights do not read back"),
+                                 ("header", data[:data.index(b"\n") + 1], "whose weights do not read back"),
+                                 ("long", data + b"\x00", "with bytes after the weights"),
+                                 ("keys", b'{"width": 4}\n', "with the header")):
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ValueError, match=f"^path: expected an NJDTPP checkpoint .*{match}"):
+            load_checkpoint(tmp_path / name)
