@@ -72,6 +72,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from jaxcore._util import (
     Progress,
+    check_finite,
     check_int,
     check_key,
     check_progress,
@@ -568,8 +569,10 @@ class AdaptiveMLP(eqx.Module):
             per datum), ``kl`` (total, nats) and ``accuracy`` (of the sampled networks).
 
         Raises:
-            ValueError / TypeError: ``x``/``y`` shapes, ``num_samples`` or ``key``; concrete labels
-                outside ``[0, num_classes)`` or a concrete ``task`` outside ``[0, num_heads)``.
+            ValueError / TypeError: ``x``/``y`` shapes, an empty batch, ``num_samples`` or ``key``;
+                concrete labels outside ``[0, num_classes)``, a concrete ``task`` outside
+                ``[0, num_heads)``, concrete ``x`` with NaN/inf, a concrete ``num_data`` that is not
+                finite and > 0 or ``kl_weight`` not finite and >= 0 (traced values are not checked).
 
         References:
             Thapa & Li, ICML 2024, eq. (7) (the relaxed ELBO); Nguyen et al., ICLR 2018, eq. (4).
@@ -579,6 +582,7 @@ class AdaptiveMLP(eqx.Module):
         _check_model(prior, "prior")
         _check_task(self, task)
         _check_labels(self, y)
+        _check_batch_values(x, num_data, kl_weight)
         return _elbo_jit(self, key, prior, x, y, *_traced(task, num_data, kl_weight),
                          check_int(num_samples, "num_samples", 1), adapt)
 
@@ -596,11 +600,15 @@ class AdaptiveMLP(eqx.Module):
         leading axis of ``[S, K, W + 1, W]`` took 1.0-1.5 ms at ``S = 10, K = 5,
         W = 64`` against 0.05 ms for the product (2 cores), and it dominated
         the backward pass.
+
+        Raises:
+            ValueError / TypeError: as :meth:`elbo`.
         """
         self._check_xy(x, y)
         _check_model(prior, "prior")
         _check_task(self, task)
         _check_labels(self, y)
+        _check_batch_values(x, num_data, kl_weight)
         task, num_data, kl_weight = _traced(task, num_data, kl_weight)
         return _elbo_from_noise_jit(self, prior, noise, x, y, task, num_data, kl_weight, adapt)
 
@@ -774,6 +782,18 @@ class AdaptiveCNN(AdaptiveMLP):
         return _augment(jnp.mean(h, axis=(1, 2))) @ w_head
 
 
+def _check_batch_values(x, num_data, kl_weight):
+    """Host checks of an ELBO's batch and scalars (concrete values only; traced ones are the caller's)."""
+    if jnp.shape(x)[0] == 0:
+        raise ValueError(expected("x", "at least one row (an empty batch has no likelihood)",
+                                  f"shape {jnp.shape(x)}", raw=True))
+    check_finite(x, "x")
+    if is_concrete(num_data):
+        check_scalar(num_data, "num_data", positive=True)
+    if is_concrete(kl_weight):
+        check_scalar(kl_weight, "kl_weight", nonnegative=True)
+
+
 def _traced(task, num_data, kl_weight):
     """Head index, data size and KL weight as arrays, so that other values reuse the compiled program."""
     dtype = jnp.result_type(float)
@@ -884,9 +904,11 @@ def make_svi_step(optimizer: optax.GradientTransformation, num_samples: int, kl_
 
     Raises:
         TypeError / ValueError: ``num_samples`` not an int >= 1, ``optimizer`` not an optax
-            transformation; the step raises for a bad key or shapes, and for concrete labels outside
-            ``[0, num_classes)`` or a concrete ``task`` outside ``[0, num_heads)`` (host checks only:
-            the compiled step has no run-time checks).
+            transformation, a concrete ``kl_weight`` not finite and >= 0; the step raises for a bad
+            key or shapes, an empty batch, and for concrete labels outside ``[0, num_classes)``, a
+            concrete ``task`` outside ``[0, num_heads)``, concrete ``x`` with NaN/inf or a concrete
+            ``num_data`` not finite and > 0 (host checks only: the compiled step has no run-time
+            checks).
 
     References:
         Thapa & Li, ICML 2024, Sec. 3.3 (training); Kingma & Ba, "Adam", ICLR 2015.
@@ -904,6 +926,8 @@ def make_svi_step(optimizer: optax.GradientTransformation, num_samples: int, kl_
     num_samples = check_int(num_samples, "num_samples", 1)
     if not isinstance(optimizer, optax.GradientTransformation):
         raise TypeError(expected("optimizer", "an optax.GradientTransformation", type(optimizer).__name__, raw=True))
+    if is_concrete(kl_weight):
+        check_scalar(kl_weight, "kl_weight", nonnegative=True)
 
     def step(key, state, prior, x, y, task, num_data):
         check_key(key)
@@ -912,6 +936,7 @@ def make_svi_step(optimizer: optax.GradientTransformation, num_samples: int, kl_
         state.params._check_xy(x, y)
         _check_task(state.params, task)  # host checks of concrete values only: the step's program is unchanged
         _check_labels(state.params, y)
+        _check_batch_values(x, num_data, 1.0)
         return _svi_step_jit(optimizer, num_samples, kl_weight, adapt, key, state, prior, x, y, task, num_data)
 
     step.__doc__ = (f"One SVI step (S = {num_samples}): ``step(key, state, prior, x, y, task, num_data) -> "

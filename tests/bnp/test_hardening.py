@@ -273,3 +273,37 @@ def test_relaxed_bernoulli_accepts_a_finite_bfloat16_logit_of_1e30():
     d = bnp.RelaxedBernoulli(0.3, jnp.asarray(1e30, jnp.bfloat16))
     assert np.isfinite(float(d.logits))
     assert np.isfinite(np.asarray(d.log_prob(np.full((3,), 0.5, np.float32)), np.float64)).all()
+
+
+def test_elbo_and_svi_step_refuse_nan_inputs_empty_batches_and_bad_scalars():
+    # issue 48 item 19: elbo with NaN x / an empty batch / num_data=0 gave NaN; make_svi_step(kl_weight=-1) ran.
+    import optax
+
+    m = _model()
+    k, prior = jax.random.key(0), m.init_prior()
+    x, y = jnp.ones((4, 3)), jnp.array([0, 1, 0, 1])
+    value, _ = m.elbo(k, prior, x, y, 0, 10.0)
+    assert bool(jnp.isfinite(value))
+    noise = m.sample_noise(k, 1)
+    np.testing.assert_allclose(m.elbo_from_noise(prior, noise, x, y, 0, 10.0)[0],
+                               m.elbo_from_noise(prior, noise, x, y, 0, 10.0)[0])
+    for args, match in (((x.at[1, 2].set(jnp.nan), y, 0, 10.0), "^x: expected finite values"),
+                        ((x[:0], y[:0], 0, 10.0), "^x: expected at least one row"),
+                        ((x, y, 0, 0.0), "^num_data: expected a finite number > 0"),
+                        ((x, y, 0, float("nan")), "^num_data: expected a finite number > 0")):
+        with pytest.raises(ValueError, match=match):
+            m.elbo(k, prior, *args)
+        with pytest.raises(ValueError, match=match):
+            m.elbo_from_noise(prior, noise, *args)
+    with pytest.raises(ValueError, match="^kl_weight: expected a finite number >= 0"):
+        m.elbo(k, prior, x, y, 0, 10.0, kl_weight=-1.0)
+    opt = optax.adam(1e-2)
+    with pytest.raises(ValueError, match="^kl_weight: expected a finite number >= 0, got -1.0"):
+        bnp.make_svi_step(opt, 1, kl_weight=-1.0)
+    step = bnp.make_svi_step(opt, 1)
+    state = bnp.FitState(m, opt.init(m))
+    assert bool(jnp.isfinite(step(k, state, prior, x, y, 0, 4.0).loss))
+    with pytest.raises(ValueError, match="^num_data: expected a finite number > 0"):
+        step(k, state, prior, x, y, 0, 0)
+    with pytest.raises(ValueError, match="^x: expected finite values"):
+        step(k, state, prior, x.at[0, 0].set(jnp.inf), y, 0, 4.0)
