@@ -77,6 +77,13 @@ def _check_tree(tree: PyTree, name: str) -> None:
                                      raw=True))
 
 
+def _check_finite_tree(tree: PyTree, name: str) -> None:
+    """ValueError if a concrete leaf holds NaN/inf (traced leaves are not checked)."""
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        if is_concrete(leaf) and not bool(np.all(np.isfinite(np.asarray(leaf, np.float64)))):
+            raise ValueError(expected(f"{name}{jax.tree_util.keystr(path)}", "finite values", "NaN or inf", raw=True))
+
+
 _WHAT = {"nonneg": "a finite number >= 0", "finite": "a finite number", "unit": "a number in [0, 1]"}
 
 
@@ -536,7 +543,7 @@ def sam_perturbation(grads: PyTree, rho: Any) -> PyTree:
 
     Raises:
         TypeError: a leaf is not a float array or ``rho`` is not a number.
-        ValueError: ``rho`` negative, NaN or infinite.
+        ValueError: ``rho`` negative, NaN or infinite; a concrete gradient leaf with NaN/inf.
 
     References:
         Foret et al., "Sharpness-Aware Minimization for Efficiently Improving
@@ -549,6 +556,7 @@ def sam_perturbation(grads: PyTree, rho: Any) -> PyTree:
         [0.3, 0.4]
     """
     _check_tree(grads, "grads")
+    _check_finite_tree(grads, "grads")
     _check_radius(rho, schedule=False)
     rho = _checked_value(rho, "rho")
     return _sam_perturbation_jit(grads, _as_scalar(rho))
@@ -579,7 +587,8 @@ def asam_perturbation(
 
     Raises:
         TypeError: non-float leaves, non-numeric ``rho``/``eta``.
-        ValueError: ``rho`` or ``eta`` negative or not finite; ``params`` not shaped like ``grads``.
+        ValueError: ``rho`` or ``eta`` negative or not finite; ``params`` not shaped like ``grads``;
+            concrete gradients or parameters with NaN/inf.
 
     References:
         Kwon et al., "ASAM: Adaptive Sharpness-Aware Minimization for
@@ -595,6 +604,8 @@ def asam_perturbation(
     _check_tree(grads, "grads")
     _check_tree(params, "params")
     _same_structure(grads, params, "grads", "params")
+    _check_finite_tree(grads, "grads")
+    _check_finite_tree(params, "params")
     _check_radius(rho, schedule=False)
     rho = _checked_value(rho, "rho")
     eta = _checked_value(eta, "eta")
@@ -896,6 +907,7 @@ def _check_obf_inputs(logits: Any, labels: Any) -> tuple[Array, Array]:
     logits, labels = jnp.asarray(logits), jnp.asarray(labels)
     if not jnp.issubdtype(logits.dtype, jnp.floating):
         raise TypeError(expected("logits", "a float array [batch, classes]", f"dtype {logits.dtype}", raw=True))
+    check_finite(logits, "logits")  # concrete only: a NaN logit gave a NaN weight
     if labels.dtype == jnp.bool_ or jnp.issubdtype(labels.dtype, jnp.complexfloating):
         raise TypeError(expected("labels", "int class indices [batch] or one-hot [batch, classes]",
                                  f"dtype {labels.dtype}", raw=True))
@@ -1017,7 +1029,8 @@ def obf_alpha(
     Raises:
         ValueError: bad shapes, ``gamma`` outside [0, 1], ``lam`` outside [0, 1); int labels
             outside ``[0, classes)`` (checked at run time when traced); one-hot/soft labels
-            negative, not finite or with rows not summing to 1 (within 1e-3).
+            negative, not finite or with rows not summing to 1 (within 1e-3); concrete logits
+            with NaN/inf.
         TypeError: float labels of shape ``[batch]``; a non-bool ``sigmoid``; None.
 
     References:

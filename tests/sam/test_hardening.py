@@ -344,3 +344,20 @@ def test_check_labels_false_compiles_no_callback_and_changes_nothing_for_valid_l
     with pytest.raises(TypeError, match="check_labels: expected"):
         sam.step(_loss, _W, sam.init(_W, opt), batch, optimizer=opt, perturbation=sam.SAM(0.05),
                  perturbation_loss=obf, check_labels="no")
+
+
+def test_perturbations_and_obf_refuse_nan_inputs():
+    # issue 48 item 19: sam_perturbation / obf_alpha with NaN inputs returned NaN.
+    g = {"w": jnp.array([3.0, 4.0])}
+    np.testing.assert_allclose(sam.sam_perturbation(g, 0.5)["w"], [0.3, 0.4], rtol=1e-6)
+    with pytest.raises(ValueError, match=r"^grads\['w'\]: expected finite values, got NaN or inf"):
+        sam.sam_perturbation({"w": jnp.array([jnp.nan, 4.0])}, 0.5)
+    with pytest.raises(ValueError, match=r"^params\['w'\]: expected finite values"):
+        sam.asam_perturbation(g, {"w": jnp.array([1.0, jnp.inf])}, 0.5)
+    logits = jnp.log(jnp.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1]]))
+    np.testing.assert_allclose(sam.obf_alpha(logits, jnp.array([0, 0]), sigmoid=False), [6 / 7, 0.0], rtol=1e-5)
+    for fn in (sam.obf_alpha, sam.obf_cotangent):
+        with pytest.raises(ValueError, match="^logits: expected finite values"):
+            fn(logits.at[0, 1].set(jnp.nan), jnp.array([0, 0]))
+    # traced values are not checked on the host: the jitted form still runs
+    assert jax.jit(sam.sam_perturbation)(g, 0.5)["w"].shape == (2,)
