@@ -362,6 +362,32 @@ def _check_size_keys(b: Any, sizes: list[dict[str, Any]]) -> None:
         if missing:
             raise UsageError(f"benchmarks.{b.name}: expected sizes with the parameters {sorted(required)}, "
                              f"got {s!r} (missing {sorted(missing)})")
+        for key, value in s.items():
+            _check_size_value(b, key, value, f"benchmarks.{b.name}.sizes: {key}")
+
+
+def _check_size_value(b: Any, key: str, value: Any, where: str) -> None:
+    """UsageError unless ``value`` fits the benchmark's declared values of ``key``.
+
+    A parameter declared numeric takes a finite number of the same kind (an int where every declared
+    value is an int) that is > 0, or >= 0 where the benchmark names it in ``zero_sizes`` or a
+    declared size sets it to 0 (a sentinel such as ``n_dags: 0``); a negative, zero, NaN or non-numeric size fails here, at configuration time,
+    not inside the run (an MLIR error, ``int('abc')``, or an "ok" record of no work).
+    """
+    import math
+
+    known = [s[key] for s in list(b.sizes) + list(b.quick_sizes or []) if key in s]
+    numeric = [v for v in known if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not known or len(numeric) != len(known):
+        return  # a parameter only some setups read, or a non-numeric one (a model name, a dtype)
+    integral = all(isinstance(v, int) for v in numeric)
+    kind = "an int" if integral else "a number"
+    ok_type = isinstance(value, (int, float)) and not isinstance(value, bool) and (
+        isinstance(value, int) or not integral)
+    low = 0 if key in getattr(b, "zero_sizes", ()) or any(v == 0 for v in numeric) else None
+    bound = ">= 0" if low == 0 else "> 0"
+    if not ok_type or not math.isfinite(value) or value < 0 or (low is None and value == 0):
+        raise UsageError(f"{where}: expected {kind} {bound}, got {value!r}")
 
 
 def _plan(selected: list[Any], cfg: Any, import_errors: dict[str, str]) -> list[tuple[Any, str, Any]]:
@@ -409,6 +435,8 @@ def _plan(selected: list[Any], cfg: Any, import_errors: dict[str, str]) -> list[
                 if sc["param"] not in base:
                     raise UsageError(f"benchmarks.{b.name}.scaling: expected param one of {sorted(base)}, "
                                      f"got {sc['param']!r}")
+                for v in list(sc["values"]):
+                    _check_size_value(b, sc["param"], v, f"benchmarks.{b.name}.scaling.values: {sc['param']}")
                 tasks.append((b, "scaling", {"param": sc["param"], "values": list(sc["values"]), "base": base}))
         else:
             ov = dict(quality_ov.get(b.name, {}))

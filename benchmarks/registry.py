@@ -156,6 +156,9 @@ class SpeedBenchmark:
             (``"batch"``, ``"chains"``, ``"images"``...): ``--scaling devices``
             shards every array argument whose leading axis has that length over
             1, 2, 4 ... devices (strong and weak scaling). None: no device sweep.
+        zero_sizes: size parameters for which 0 is a meaningful value (a sentinel such as
+            ``n_dags: 0`` for "all"); any other numeric size must be > 0 (checked at
+            configuration time, with its declared sizes' kind: int or float).
     """
 
     name: str
@@ -173,6 +176,7 @@ class SpeedBenchmark:
     description: str = ""
     allow_nonfinite: bool = False
     batch_param: str | None = None
+    zero_sizes: Sequence[str] = ()
 
     kind = "speed"
 

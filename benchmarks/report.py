@@ -163,7 +163,12 @@ def markdown(doc: dict[str, Any]) -> str:
     m = doc.get("machine", {})
     c = doc.get("ceilings", {})
     out = [f"# jaxcore benchmark report ({doc.get('run_id', '')})", ""]
-    out.append(f"Status: **{doc.get('status')}**; updated {doc.get('updated')}.")
+    from .results import run_status
+
+    status = run_status(doc)
+    gone = f" (process {doc.get('pid')} is gone: the results below are those written before it died)" \
+        if status == "killed" else ""
+    out.append(f"Status: **{status}**{gone}; updated {doc.get('updated')}.")
     out.append("")
     out.append(
         f"Machine: {m.get('cpu_model')}, {m.get('cores')} cores, {_num(m.get('memory_gib'))} GiB; "

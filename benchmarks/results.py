@@ -6,6 +6,8 @@ Schema ``jaxcore-benchmarks`` version 1::
       "schema": "jaxcore-benchmarks", "schema_version": 1,
       "run_id": str, "created": ISO time, "updated": ISO time,
       "status": "running" | "complete" | "interrupted" | "failed",
+      "pid": int (the process writing the run; a "running" document whose process is gone
+              on this host reads as "killed": :func:`run_status`),
       "machine": {hostname, cpu_model, cores, memory_gib, backend, device_kind,
                   device_count, python, jax, jaxlib, numpy, packages{}, git_commit, git_dirty},
       "config": {...},
@@ -178,6 +180,7 @@ def new_document(run_id: str, machine: dict[str, Any], config: dict[str, Any]) -
         "created": now(),
         "updated": now(),
         "status": "running",
+        "pid": os.getpid(),
         "machine": machine,
         "config": config,
         "ceilings": {},
@@ -187,8 +190,39 @@ def new_document(run_id: str, machine: dict[str, Any], config: dict[str, Any]) -
     }
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists (another user's) or cannot tell
+    return True
+
+
+def run_status(doc: dict[str, Any]) -> str:
+    """The run's status, with ``"killed"`` for a ``"running"`` document whose process is gone.
+
+    A run killed by SIGKILL (or a machine's OOM killer) cannot write its final status; its
+    document keeps ``"running"``. On the host that wrote it, the recorded ``pid`` tells a live run
+    from a dead one (a pid reused by a later process reads as alive). Elsewhere, or for documents
+    without a pid, the status is returned as written; ``updated`` says when it last wrote.
+    """
+    status = doc.get("status")
+    if status != "running":
+        return status
+    pid = doc.get("pid")
+    host = (doc.get("machine") or {}).get("hostname")
+    if isinstance(pid, int) and not isinstance(pid, bool) and host == platform.node() and not _alive(pid):
+        return "killed"
+    return status
+
+
 def load(path: str | os.PathLike) -> dict[str, Any]:
     """Read a results JSON and check its schema.
+
+    A ``"running"`` document whose writing process is gone reads with ``status`` ``"killed"``
+    (:func:`run_status`).
 
     Raises:
         SchemaError: not JSON, not a jaxcore results document, a newer schema
@@ -212,6 +246,7 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
             raise SchemaError(f"{path}: the field {key!r} is missing or not a {typ.__name__}")
     for i, rec in enumerate(doc["results"]):
         _check_record(rec, f"{path}: results[{i}]")
+    doc["status"] = run_status(doc)
     return doc
 
 

@@ -274,7 +274,7 @@ register(SpeedBenchmark(
     kernel=_score_dags_bdeu, setup=_setup_bdeu,
     sizes=[{"d": 5, "n_dags": 2000}, {"d": 6, "n_dags": 2000}],
     quick_sizes=[{"d": 4, "n_dags": 200}],
-    batch_param="n_dags",
+    batch_param="n_dags", zero_sizes=("n_dags",),  # n_dags: 0 scores every DAG
     baselines=[Baseline("pgmpy", _pgmpy_bdeu, requires=["pgmpy", "pandas"],
                         note="fresh pgmpy.structure_score.BDeu per call, .score(model) per DAG (its local-score cache "
                              "fills during the call); both score the same random subsample of n_dags DAGs (n_dags=0: every DAG; "

@@ -551,3 +551,25 @@ def test_compile_cache_switch_in_the_environment(monkeypatch):
     with pytest.raises(ValueError, match="min_compile_time_s: expected"):
         monkeypatch.delenv("JAXCORE_COMPILE_CACHE")
         jaxcore.enable_compilation_cache(min_compile_time_s=-1.0)
+
+
+def test_size_values_are_checked_at_config_time(planted, tmp_path, capsys):
+    # issue 48 item 20: sizes=[{mib: -4}] and mib: abc failed inside the run (MLIRError / int()); mib: 0
+    # ran "ok" with no work.
+    planted(SpeedBenchmark(name="fake.k", family="fake", kernel=lambda x: x, setup=_setup, sizes=[{"n": 8}],
+                           scaling=Scaling("n", [4, 8])))
+    planted(SpeedBenchmark(name="fake.z", family="fake", kernel=lambda x: x, setup=_setup,
+                           sizes=[{"n": 8}], zero_sizes=("n",)))
+    out = str(tmp_path / "out")
+    for value, what in (("-4", "-4"), ("abc", "'abc'"), ("0", "0"), ("2.5", "2.5"), (".nan", "nan")):
+        assert cli.main(["--out", out, "--suite", "fake.k", f"benchmarks.fake.k.sizes=[{{n: {value}}}]"]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"benchmarks.fake.k.sizes: n: expected an int > 0, got {what}" in err, err
+    assert not (tmp_path / "out" / "results.json").exists()  # refused before the run started
+    assert cli.main(["--out", out, "--suite", "fake.k", "--scaling", "benchmarks.fake.k.scaling={param: n, values: [4, -1]}"]) == 2
+    assert "benchmarks.fake.k.scaling.values: n: expected an int > 0, got -1" in " ".join(capsys.readouterr().err.split())
+    # a declared sentinel 0 is allowed, a negative is not; valid sizes still run
+    assert cli.main(["--out", out, "--suite", "fake.z", "benchmarks.fake.z.sizes=[{n: -1}]"]) == 2
+    assert "expected an int >= 0, got -1" in " ".join(capsys.readouterr().err.split())
+    code, doc, _ = _run(tmp_path, "--suite", "fake.k", "benchmarks.fake.k.quick_sizes=[{n: 4}]")
+    assert code == 0 and [r["size"] for r in doc["results"]] == [{"n": 4}]

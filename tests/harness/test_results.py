@@ -67,3 +67,29 @@ def test_compare_matches_by_size():
     rows = results.compare(old, new)
     verdicts = {r["size"]["n"]: r["verdict"] for r in rows}
     assert verdicts == {1: "same", 10: "slower"}
+
+
+def test_a_killed_run_reads_as_killed_and_a_live_one_as_running(tmp_path):
+    # issue 48 item 20: SIGKILL left status "running" with nothing to tell it from a live run.
+    import platform
+    import signal
+    import subprocess
+    import sys
+
+    from benchmarks import report
+
+    doc = results.new_document("r", {"backend": "cpu", "hostname": platform.node()}, {})
+    path = tmp_path / "results.json"
+    results.write_json_atomic(path, doc)
+    assert results.load(path)["status"] == "running"  # this process is alive
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    doc["pid"] = child.pid
+    results.write_json_atomic(path, doc)
+    assert results.load(path)["status"] == "killed"
+    assert f"Status: **killed** (process {child.pid} is gone" in report.markdown(doc)
+    doc["machine"]["hostname"] = platform.node() + "-elsewhere"  # cannot tell on another host
+    assert results.run_status(doc) == "running"
+    doc["status"] = "complete"
+    assert results.run_status(doc) == "complete"
