@@ -255,7 +255,9 @@ def _as_device_varying(tree: PyTree, axis_name: str) -> PyTree:
             return x
         try:
             return jax.lax.pcast(x, axis_name, to="varying")
-        except (ValueError, TypeError, NameError):
+        except (ValueError, TypeError, NameError, AssertionError):
+            # not a manual (shard_map) axis: a named vmap axis (jax 0.10 asserts inside pcast there), pmap,
+            # or check_vma=False; gradients there are per axis element already
             return x
 
     return jax.tree.map(one, tree)
@@ -560,8 +562,9 @@ def step(
             ``k`` disjoint micro-batches of ``B / k`` examples (vmapped); ``None``
             means ``k = 1`` (one perturbation for the batch). Model-state float
             leaves are averaged over micro-batches.
-        axis_name: named axis of ``shard_map``/``pmap`` over devices; the final
-            directions, losses and float model-state leaves are ``pmean``-ed.
+        axis_name: named axis of ``shard_map``/``pmap`` over devices, or of a named
+            ``jax.vmap`` (the same step, vectorised); the final directions, losses and float
+            model-state leaves are ``pmean``-ed.
         sync_perturbation: with ``axis_name``, average the ascent gradient (and
             the perturbed gradient, before GSAM's decomposition) over devices,
             so every device uses the same perturbation, as on one device with

@@ -420,3 +420,24 @@ def test_micro_batch_mean_by_halving_equals_the_mean_for_every_count():
     for k in (1, 2, 3, 7, 8, 13):
         np.testing.assert_allclose(np.asarray(_mean_leading(x[:k])), np.asarray(x[:k]).mean(0), rtol=1e-6, atol=1e-7)
     assert _mean_leading(x.astype(jnp.bfloat16)).dtype == jnp.float32  # accumulated in >= float32
+
+
+def test_step_with_axis_name_under_a_named_vmap_equals_the_concatenated_batch():
+    # issue 48 item 22: under vmap(..., axis_name="d") the synchronised step crashed with pcast's
+    # internal AssertionError (jax 0.10); shard_map worked.
+    params, batch = _mlp_params(jax.random.key(0), jnp.float32), _batch(jax.random.key(1), n=16, dtype=jnp.float32)
+    opt = optax.sgd(0.1)
+    ref, _, ref_info = _run(SAM(0.2), params=params, batch=batch, opt=opt)
+    split = jax.tree.map(lambda x: x.reshape((4, 4) + x.shape[1:]), batch)
+    for sync in (True, False):
+        tr = sharpness_aware(loss_fn, opt, SAM(0.2), axis_name="d", sync_perturbation=sync)
+        st = tr.init(params)
+        out, _, info = jax.vmap(lambda b: tr.step(params, st, b), axis_name="d")(split)
+        np.testing.assert_allclose(info.loss, np.full(4, ref_info.loss), rtol=1e-6)
+        first = jax.tree.map(lambda x: x[0], out)
+        assert np.all(np.isfinite(_flat(first)))
+        if sync:
+            np.testing.assert_allclose(_flat(first), _flat(ref), rtol=1e-5, atol=1e-6)
+        else:  # per-element perturbations: the m-sharpness step with k = 4
+            m4, _, _ = _run(SAM(0.2), params=params, batch=batch, opt=opt, k=4)
+            np.testing.assert_allclose(_flat(first), _flat(m4), rtol=1e-5, atol=1e-6)
