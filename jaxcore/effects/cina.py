@@ -39,7 +39,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from jaxcore._util import Progress, check_choice, check_int, check_key, check_positive, check_progress, \
     check_shape, expected
 
-from .data import EffectData
+from .data import EffectData, check_data
 from .kernels import _default_h2, _standardize
 
 __all__ = ["CInA", "CInAFit", "CInAResult", "attention_kernel_output", "cina_objective", "cina_weights",
@@ -171,6 +171,7 @@ def attention_kernel_output(
         ``[B, N]`` attention outputs (0 on padding).
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: bad shapes, kind or bandwidth.
 
     References:
@@ -183,6 +184,7 @@ def attention_kernel_output(
         >>> bool(jnp.allclose(attention_kernel_output(d, v), (kernel_matrix(d) @ v[..., None])[..., 0], atol=1e-5))
         True
     """
+    check_data(data)
     _check_common(kind, 1.0, bandwidth)
     check_shape(values, "values", data.treatment.shape)
     h2 = jnp.asarray(_default_h2(kind, data.num_features, bandwidth), data.x.dtype)
@@ -217,6 +219,7 @@ def cina_objective(
         ``[B]`` loss (sum over units); at the SVM solution it equals ``-lam`` times the SVC dual objective.
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: bad shapes or arguments.
 
     References:
@@ -228,6 +231,7 @@ def cina_objective(
         >>> float(cina_objective(d, jnp.zeros((1, 2)), jnp.zeros(1))[0])  # v = 0: every hinge is 1
         2.0
     """
+    check_data(data)
     _check_common(kind, lam, bandwidth)
     check_shape(dual_coef, "dual_coef", data.treatment.shape)
     check_shape(bias, "bias", (data.num_datasets,))
@@ -307,6 +311,7 @@ def fit_cina(
         :class:`CInAResult` (``dual_coef`` and ``loss`` are the trained values', before the readout).
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: invalid arguments.
 
     References:
@@ -319,6 +324,7 @@ def fit_cina(
         >>> [round(float(s), 2) for s in r.weights[0]]
         [0.5, 0.5, 0.5, 0.5]
     """
+    check_data(data)
     _check_common(kind, lam, bandwidth)
     num_steps = check_int(num_steps, "num_steps", 1)
     check_positive(learning_rate, "learning_rate")
@@ -456,6 +462,7 @@ def fit_cina_multi(
         :class:`CInAFit`.
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         TypeError: ``key`` not a PRNG key, ``model`` not a :class:`CInA`.
         ValueError: invalid sizes, D mismatch.
 
@@ -470,6 +477,7 @@ def fit_cina_multi(
         >>> fit.history.shape  # doctest: +SKIP
         (3,)
     """
+    check_data(data)
     check_key(key)
     if not isinstance(model, CInA):
         raise TypeError(expected("model", "a CInA", type(model).__name__, raw=True))
@@ -507,6 +515,7 @@ def cina_weights(model: CInA, data: EffectData, *, margin_tol: float = 0.02) -> 
         :class:`CInAResult` (empty history).
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         TypeError / ValueError: wrong model or covariate count.
 
     References:
@@ -518,6 +527,7 @@ def cina_weights(model: CInA, data: EffectData, *, margin_tol: float = 0.02) -> 
         >>> cina_weights(CInA(3, hidden=8, num_heads=2, key=jax.random.key(1)), d).weights.shape
         (2, 30)
     """
+    check_data(data)
     if not isinstance(model, CInA):
         raise TypeError(expected("model", "a CInA", type(model).__name__, raw=True))
     if model.num_features != data.num_features:

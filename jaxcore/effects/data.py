@@ -90,6 +90,13 @@ def _check_arms(t: np.ndarray, m: np.ndarray, name: str) -> None:
                                       f"{int(tb.sum())} treated of {tb.size} in data set {b}", raw=True))
 
 
+def check_data(data: Any, name: str = "data") -> EffectData:
+    """TypeError unless ``data`` is an :class:`EffectData` (what :func:`effect_data` builds)."""
+    if not isinstance(data, EffectData):
+        raise TypeError(expected(name, "a jaxcore.effects.EffectData (see effect_data)", type(data).__name__, raw=True))
+    return data
+
+
 def effect_data(x: Any, treatment: Any, outcome: Any = None, mask: Any = None, ate: Any = None) -> EffectData:
     """Validate and batch covariates, treatment and outcome into :class:`EffectData`.
 
@@ -156,6 +163,7 @@ def stack_datasets(datasets: Sequence[EffectData], num_units: int | None = None)
         :class:`EffectData` with ``sum(B_i)`` data sets.
 
     Raises:
+        TypeError: not a sequence of :class:`EffectData`; a non-int ``num_units``.
         ValueError: empty list, different D, ``num_units`` too small.
 
     Examples:
@@ -164,8 +172,14 @@ def stack_datasets(datasets: Sequence[EffectData], num_units: int | None = None)
         >>> stack_datasets([a, b]).mask.tolist()
         [[True, True, False], [True, True, True]]
     """
+    if not isinstance(datasets, Sequence) or isinstance(datasets, str):
+        raise TypeError(expected("datasets", "a sequence of EffectData", type(datasets).__name__, raw=True))
     if len(datasets) == 0:
         raise ValueError(expected("datasets", "at least one EffectData", "an empty sequence", raw=True))
+    for i, d in enumerate(datasets):
+        check_data(d, f"datasets[{i}]")
+    if num_units is not None:
+        num_units = check_int(num_units, "num_units", minimum=1)
     dims = {d.num_features for d in datasets}
     if len(dims) != 1:
         raise ValueError(expected("datasets", "the same number of covariates D", sorted(dims), raw=True))
@@ -222,6 +236,7 @@ def resample_datasets(key: PRNGKeyArray, data: EffectData, num_datasets: int, nu
         :class:`EffectData` ``[num_datasets, num_units, D]`` (outcomes kept, unused by training).
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         TypeError: ``key`` not a PRNG key. ValueError: invalid counts.
 
     Examples:
@@ -230,6 +245,7 @@ def resample_datasets(key: PRNGKeyArray, data: EffectData, num_datasets: int, nu
         >>> r.x.shape, r.treatment.sum(-1).tolist()
         ((3, 2, 1), [1.0, 1.0, 1.0])
     """
+    check_data(data)
     check_key(key)
     b = check_int(num_datasets, "num_datasets", 1)
     n = check_int(num_units, "num_units", 2)

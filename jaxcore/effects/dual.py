@@ -29,13 +29,13 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 import jax
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from jaxcore._util import check_choice, check_int, check_positive, check_shape, error_if, expected, is_concrete
 
-from .data import EffectData
+from .data import EffectData, check_data
 
 __all__ = ["BalancingResult", "balancing_dual", "balancing_objective"]
 
@@ -295,6 +295,7 @@ def balancing_dual(
         :class:`BalancingResult`.
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: shapes disagree, ``lam``/``tol`` not positive, ``max_steps < 1``; a kernel
             with a NaN/inf, a negative diagonal entry or asymmetric (beyond 1e-5 relative) on the
             real units (checked on the host when concrete; NaN/inf at run time under ``jit``). The
@@ -313,6 +314,7 @@ def balancing_dual(
         >>> bool(res.kkt_residual[0] < 1e-3), [round(float(s), 3) for s in res.weights[0, :2]]
         (True, [0.5, 0.5])
     """
+    check_data(data)
     b, n = data.treatment.shape
     check_shape(kernel, "kernel", (b, n, n), f"kernel [B, N, N] = {(b, n, n)} (from data)")
     check_positive(lam, "lam")
@@ -350,6 +352,7 @@ def balancing_objective(
         ``[B]`` objective values (``2 lam^2`` times the SVC dual objective at ``a = alpha / lam``).
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: shapes disagree, ``lam`` not positive.
 
     References:
@@ -361,6 +364,7 @@ def balancing_objective(
         >>> float(balancing_objective(jnp.zeros((1, 2)), kernel_matrix(d), d)[0])
         0.0
     """
+    check_data(data)
     b, n = data.treatment.shape
     check_shape(alpha, "alpha", (b, n))
     check_shape(kernel, "kernel", (b, n, n))

@@ -28,7 +28,7 @@ from jaxtyping import Array, Float
 
 from jaxcore._util import check_int, check_nonnegative, check_positive, check_range, check_shape
 
-from .data import EffectData
+from .data import EffectData, check_data
 from .dual import balancing_dual
 from .kernels import _standardize, kernel_matrix
 
@@ -86,6 +86,7 @@ def weighted_ate(weights: Float[Array, "B N"], data: EffectData) -> ATEResult:
         :class:`ATEResult`; the standard error is conditional on the weights (module docstring).
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: shape differs from ``data.treatment``; negative or non-finite weights.
 
     References:
@@ -97,6 +98,7 @@ def weighted_ate(weights: Float[Array, "B N"], data: EffectData) -> ATEResult:
         >>> float(weighted_ate(jnp.ones((1, 3)), d).estimate[0])
         3.0
     """
+    check_data(data)
     check_shape(weights, "weights", data.treatment.shape)
     w = jnp.where(data.mask, jnp.asarray(weights, data.x.dtype), 0.0)
     check_nonnegative(w, "weights")
@@ -114,6 +116,9 @@ def difference_in_means(data: EffectData) -> ATEResult:
     Returns:
         :class:`ATEResult` (weights ``1 / n_arm``).
 
+    Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
+
     References:
         B. L. Welch, "The generalization of Student's problem", Biometrika 34, 1947.
 
@@ -124,6 +129,7 @@ def difference_in_means(data: EffectData) -> ATEResult:
         >>> float(r.estimate[0]), round(float(r.std_error[0]), 3)
         (3.0, 1.0)
     """
+    check_data(data)
     return _dim_jit(data)
 
 
@@ -187,6 +193,7 @@ def propensity(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25) -> 
         ``[B, N]`` scores in (0, 1).
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: negative ridge, ``num_steps < 1``.
 
     References:
@@ -199,6 +206,7 @@ def propensity(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25) -> 
         >>> bool(jnp.all((propensity(d) > 0) & (propensity(d) < 1)))
         True
     """
+    check_data(data)
     num_steps = _check_fit(ridge, num_steps, 0.0)
     return _propensity_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps)
 
@@ -234,6 +242,7 @@ def ipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: floa
         :class:`ATEResult` (influence-function standard error).
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: invalid ``ridge``, ``num_steps`` or ``clip``.
 
     References:
@@ -246,6 +255,7 @@ def ipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: floa
         >>> float(ipw(d).estimate[0])
         3.0
     """
+    check_data(data)
     num_steps = _check_fit(ridge, num_steps, clip)
     return _ipw_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps, jnp.asarray(clip, data.x.dtype))
 
@@ -292,6 +302,7 @@ def aipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: flo
         :class:`ATEResult`.
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: invalid ``ridge``, ``num_steps`` or ``clip``.
 
     References:
@@ -304,6 +315,7 @@ def aipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: flo
         >>> round(float(aipw(d, ridge=0.0).estimate[0]), 4)
         2.0
     """
+    check_data(data)
     num_steps = _check_fit(ridge, num_steps, clip)
     return _aipw_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps, jnp.asarray(clip, data.x.dtype))
 
@@ -332,6 +344,7 @@ def balancing_ate(
         :class:`ATEResult`.
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: invalid kernel or solver arguments.
 
     References:
@@ -343,6 +356,7 @@ def balancing_ate(
         >>> round(float(balancing_ate(d, lam=0.5).estimate[0]), 3)
         1.0
     """
+    check_data(data)
     check_positive(lam, "lam")
     res = balancing_dual(kernel_matrix(data, kind=kind, bandwidth=bandwidth), data, lam=lam, tol=tol,
                          max_steps=max_steps)

@@ -24,7 +24,7 @@ from jaxtyping import Array, Float
 
 from jaxcore._util import check_choice, check_nonnegative, check_positive, check_shape, expected
 
-from .data import EffectData
+from .data import EffectData, check_data
 
 __all__ = ["KERNELS", "kernel_matrix", "standardize", "weighted_mmd"]
 
@@ -51,11 +51,15 @@ def standardize(data: EffectData) -> Float[Array, "B N D"]:
     Returns:
         ``[B, N, D]`` standardised covariates.
 
+    Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
+
     Examples:
         >>> from jaxcore.effects import effect_data
         >>> standardize(effect_data([[0.0], [2.0]], [0, 1]))[0, :, 0].tolist()
         [-1.0, 1.0]
     """
+    check_data(data)
     return jax.vmap(_standardize)(data.x, data.mask)
 
 
@@ -98,6 +102,7 @@ def kernel_matrix(
         ``[B, N, N]`` symmetric positive semi-definite kernel matrices.
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: unknown ``kind``, non-positive ``bandwidth``.
 
     References:
@@ -110,6 +115,7 @@ def kernel_matrix(
         >>> k.shape, float(k[0, 0, 0])
         ((1, 2, 2), 1.0)
     """
+    check_data(data)
     check_choice(kind, "kind", KERNELS)
     if bandwidth is not None:
         check_positive(bandwidth, "bandwidth")
@@ -148,6 +154,7 @@ def weighted_mmd(
         ``[B]`` squared MMD (>= 0).
 
     Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
         ValueError: shapes disagree with ``data``; negative weights.
 
     References:
@@ -159,6 +166,7 @@ def weighted_mmd(
         >>> round(float(weighted_mmd(kernel_matrix(d, kind="linear"), d)[0]), 3)
         4.0
     """
+    check_data(data)
     b, n = data.treatment.shape
     if tuple(kernel.shape) != (b, n, n):
         raise ValueError(expected("kernel", f"shape {(b, n, n)} (from data)", f"shape {tuple(kernel.shape)}", raw=True))

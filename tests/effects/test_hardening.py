@@ -128,3 +128,23 @@ def test_linear_design_and_balancing_dual_refuse_nan_and_non_psd_kernels():
     np.testing.assert_allclose(run(k), good.weights, rtol=1e-5, atol=1e-6)
     with pytest.raises(Exception, match="kernel: expected finite values on the real units"):
         jax.block_until_ready(run(k.at[0, 1, 2].set(jnp.nan)))
+
+
+def test_none_and_non_effect_data_get_the_house_type_error():
+    # issue 48 item 18: difference_in_means(None) and friends raised AttributeError from inside.
+    from jaxcore.effects import aipw, difference_in_means, propensity, standardize
+
+    d = _d()
+    assert bool(jnp.isfinite(difference_in_means(d).estimate[0]))
+    calls = [difference_in_means, ipw, aipw, propensity, standardize, kernel_matrix,
+             lambda x: weighted_ate(jnp.ones((1, 6)), x), lambda x: balancing_dual(jnp.eye(6)[None], x),
+             lambda x: resample_datasets(jax.random.key(0), x, 2, 4), lambda x: weighted_mmd(jnp.ones((1, 6)), x)]
+    for call in calls:
+        for bad in (None, jnp.float32(1.0), {"x": X}):
+            with pytest.raises(TypeError, match="^data: expected a jaxcore.effects.EffectData"):
+                call(bad)
+    with pytest.raises(TypeError, match="^datasets: expected a sequence of EffectData, got NoneType"):
+        stack_datasets(None)
+    with pytest.raises(TypeError, match=r"^datasets\[1\]: expected a jaxcore.effects.EffectData"):
+        stack_datasets([d, None])
+    assert stack_datasets([d, d]).x.shape == (2, 6, 2)
