@@ -45,14 +45,19 @@ def select_best(rewards: Float[Array, "... K"]) -> Int[Array, "..."]:
         ``[...]`` int32 indices.
 
     Raises:
-        ValueError: a NaN score (also under ``jit``).
+        TypeError: non-numeric (or None) rewards.
+        ValueError: a scalar or an empty last axis; a NaN score (also under ``jit``).
 
     Examples:
         >>> import jax.numpy as jnp
         >>> select_best(jnp.array([[1.0, 3.0, 3.0], [2.0, 0.0, 1.0]])).tolist()
         [1, 0]
     """
-    r = jnp.asarray(rewards)
+    r = as_float_array(rewards, "rewards")
+    if r.ndim < 1:
+        raise ValueError(expected("rewards", "a [..., K] array of candidate scores", f"shape {tuple(r.shape)}", raw=True))
+    if r.shape[-1] == 0:
+        raise ValueError(expected("rewards", "at least one candidate (K >= 1)", f"shape {tuple(r.shape)}", raw=True))
     if is_concrete(r):
         if np.isnan(np.asarray(r)).any():  # on the host: no compiled program per shape
             raise ValueError(expected("rewards", "scores that are not NaN", np.asarray(r)))

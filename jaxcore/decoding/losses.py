@@ -26,7 +26,7 @@ from jaxtyping import Array, Bool, Float, Int
 from jaxcore import lm
 from jaxcore._util import as_float_array, check_finite, check_int, check_shape, expected, is_concrete
 
-from .scorers import Combined, QHead, check_scorer
+from .scorers import _q_vocab, check_scorer
 from .tokenwise import _top_indices
 
 __all__ = ["Rollouts", "cdq_loss", "fudge_loss", "rollouts"]
@@ -307,11 +307,4 @@ def check_rollouts(data, head=None, name: str = "data") -> Rollouts:
                                           f"a head over {v} tokens", raw=True))
     return data
 
-
-def _q_vocab(head):
-    if isinstance(head, QHead):
-        return int(head.weight.shape[1])
-    if isinstance(head, Combined) and head.scorers:
-        return _q_vocab(head.scorers[0])
-    return None
 

@@ -29,10 +29,29 @@ __all__ = ["brevity", "keyword_ids", "keyword_reward", "non_toxicity"]
 
 
 def _tokens(tokens, name="tokens"):
-    t = jnp.asarray(tokens)
+    if tokens is None:
+        raise TypeError(expected(name, "a [B, N] integer array", "None", raw=True))
+    try:
+        t = jnp.asarray(tokens)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(expected(name, "a [B, N] integer array", type(tokens).__name__, raw=True)) from exc
     if t.ndim != 2 or not jnp.issubdtype(t.dtype, jnp.integer):
         raise TypeError(expected(name, "a [B, N] integer array", t))
     return t
+
+
+def _tokens_1d(ids):
+    if ids is None:
+        raise TypeError(expected("ids", "a [k] integer array of token ids", "None", raw=True))
+    try:
+        a = jnp.asarray(ids)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(expected("ids", "a [k] integer array of token ids", type(ids).__name__, raw=True)) from exc
+    if a.size == 0:
+        return a.astype(jnp.int32).reshape(-1)
+    if not jnp.issubdtype(a.dtype, jnp.integer):
+        raise TypeError(expected("ids", "a [k] integer array of token ids", f"dtype {a.dtype}", raw=True))
+    return a.reshape(-1)
 
 
 def brevity(tokens: Int[Array, "B N"], eos_token_id: int) -> Float[Array, " B"]:
@@ -72,8 +91,10 @@ def keyword_ids(tokenizer, words: Sequence[str]) -> np.ndarray:
         >>> keyword_ids(Chars(), ["a", "bb"]).tolist()
         [97]
     """
-    if isinstance(words, str):
+    if isinstance(words, str) or not isinstance(words, Sequence) or not all(isinstance(w, str) for w in words):
         raise TypeError(expected("words", "a sequence of strings (not one string)", words))
+    if not callable(getattr(tokenizer, "encode", None)):
+        raise TypeError(expected("tokenizer", "a tokenizer with encode(str) -> list[int]", type(tokenizer).__name__, raw=True))
     ids = set()
     for w in words:
         for form in (w, " " + w):
@@ -92,7 +113,7 @@ def keyword_reward(tokens: Int[Array, "B N"], ids: Int[Array, " k"], mask=None) 
         [0.5]
     """
     t = _tokens(tokens)
-    ids = jnp.asarray(ids, jnp.int32).reshape(-1)
+    ids = _tokens_1d(ids).astype(jnp.int32)
     m = jnp.ones(t.shape, bool) if mask is None else jnp.asarray(mask, bool)
     if m.shape != t.shape:
         raise ValueError(expected("mask", f"a bool array of shape {tuple(t.shape)}", m))
@@ -116,8 +137,10 @@ def non_toxicity(texts: Sequence[str], scorer) -> np.ndarray:
         >>> non_toxicity(["a", "b"], lambda t: [0.25, 1.0]).tolist()
         [0.75, 0.0]
     """
-    if isinstance(texts, str):
+    if isinstance(texts, str) or not isinstance(texts, Sequence) or not all(isinstance(t, str) for t in texts):
         raise TypeError(expected("texts", "a sequence of strings (not one string)", texts))
+    if not callable(scorer):
+        raise TypeError(expected("scorer", "a callable scorer(texts) -> probabilities", type(scorer).__name__, raw=True))
     p = np.asarray(scorer(list(texts)), np.float64)
     if p.shape != (len(texts),) or not np.all((p >= 0) & (p <= 1)):
         raise ValueError(expected("scorer(texts)", f"{len(texts)} probabilities in [0, 1]", p))

@@ -187,7 +187,8 @@ def combine(scorers: Sequence[ValueHead | QHead], weights: Sequence[float]) -> C
         A :class:`Combined` scorer.
 
     Raises:
-        TypeError: a scorer is not a ValueHead/QHead, or kinds are mixed.
+        TypeError: scorers or weights that are not sequences; a scorer is not a ValueHead/QHead,
+            or kinds are mixed.
         ValueError: lengths differ, sizes differ, or a weight is not finite.
 
     References:
@@ -199,6 +200,10 @@ def combine(scorers: Sequence[ValueHead | QHead], weights: Sequence[float]) -> C
         >>> combine([a, b], [0.5, 2.0])(jnp.ones((3,))).shape
         ()
     """
+    if not isinstance(scorers, Sequence) or isinstance(scorers, str):
+        raise TypeError(expected("scorers", "a sequence of ValueHead or QHead", type(scorers).__name__, raw=True))
+    if not isinstance(weights, Sequence) and not (hasattr(weights, "shape") and np.ndim(weights) == 1):
+        raise TypeError(expected("weights", "a sequence of numbers (one per scorer)", type(weights).__name__, raw=True))
     scorers = tuple(scorers)
     if not scorers:
         raise ValueError(expected("scorers", "at least one scorer", scorers))
@@ -215,6 +220,15 @@ def combine(scorers: Sequence[ValueHead | QHead], weights: Sequence[float]) -> C
     if len(shapes) > 1:
         raise ValueError(expected("scorers", "heads of one size", sorted(shapes), raw=True))
     return Combined(scorers, jnp.asarray(w, default_float()))
+
+
+def _q_vocab(head):
+    """The vocabulary size of a Q head (or a combination of them); None for other scorers."""
+    if isinstance(head, QHead):
+        return int(head.weight.shape[1])
+    if isinstance(head, Combined) and head.scorers:
+        return _q_vocab(head.scorers[0])
+    return None
 
 
 def check_scorer(scorer, kind: str, name: str = "scorer"):

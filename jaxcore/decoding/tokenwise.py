@@ -23,14 +23,15 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jaxtyping import Array, Float
 
 from jaxcore import lm
 from jaxcore.lm.processors import ordered_bits
-from jaxcore._util import check_finite, check_int, check_scalar, default_float, is_concrete
+from jaxcore._util import as_float_array, check_finite, check_int, check_scalar, default_float, expected, is_concrete
 
-from .scorers import check_scorer
+from .scorers import _q_vocab, check_scorer
 
 __all__ = ["CDFudge", "CDQ", "tilted_kl"]
 
@@ -41,6 +42,14 @@ def _strength(strength):
     return jnp.asarray(strength, default_float())
 
 
+def _check_sizes(scorer, hidden):
+    """ValueError (at trace time: shapes are static) unless the hidden size is the scorer's."""
+    if hidden is None or np.shape(hidden)[-1:] != (scorer.dim,):
+        got = "None" if hidden is None else f"shape {tuple(np.shape(hidden))}"
+        raise ValueError(expected("hidden", f"hidden states of size {scorer.dim} (the scorer's dim: the model's)",
+                                  got, raw=True))
+
+
 class CDQ(lm.LogitsProcessor):
     """CD-Q's processor: ``z_t + lambda Q(h_t)`` for every token at once.
 
@@ -48,6 +57,10 @@ class CDQ(lm.LogitsProcessor):
         scorer: a :class:`QHead` or a :func:`combine` of Q heads (hidden size = the model's, V its
             vocabulary).
         strength: lambda >= 0 (0: the base model).
+
+    Raises:
+        TypeError: not a Q scorer. ValueError: a negative or non-finite strength; when called
+            (inside ``lm.generate``), a head whose hidden size or vocabulary is not the model's.
 
     Examples:
         >>> import jax, jax.numpy as jnp
@@ -67,6 +80,11 @@ class CDQ(lm.LogitsProcessor):
         self.strength = _strength(strength)
 
     def __call__(self, state, logits, context, *, hidden, extend=None):
+        _check_sizes(self.scorer, hidden)
+        v = _q_vocab(self.scorer)
+        if v != logits.shape[-1]:
+            raise ValueError(expected("scorer", f"a Q head over the model's vocabulary of {logits.shape[-1]} tokens",
+                                      f"a head over {v} tokens", raw=True))
         q = self.scorer(hidden)
         return logits + self.strength * q.astype(logits.dtype), state
 
@@ -102,7 +120,9 @@ class CDFudge(lm.LogitsProcessor):
     def __call__(self, state, logits, context, *, hidden, extend):
         k = min(self.num_candidates, logits.shape[-1])
         cand = _top_indices(logits, k)
-        v = self.scorer(extend(cand))  # [B, k]
+        h = extend(cand)
+        _check_sizes(self.scorer, h)
+        v = self.scorer(h)  # [B, k]
         add = jax.vmap(lambda z, c, dv: z.at[c].add(dv))  # a scatter with a batch dimension: rows stay local
         return add(logits, cand, self.strength * v.astype(logits.dtype)), state
 
@@ -134,7 +154,9 @@ def tilted_kl(logits: Float[Array, "... V"], q: Float[Array, "... V"], strength)
         (no cancellation at large ``lambda``: the limit ``-log p(argmax q)`` is reached).
 
     Raises:
-        ValueError: a NaN or infinite entry of a concrete ``q``; ``strength`` negative or not finite.
+        TypeError: non-numeric (or None) ``logits`` or ``q``.
+        ValueError: scalar logits, ``q`` of another shape; a NaN or infinite entry of a concrete
+            ``q``; ``strength`` negative or not finite.
 
     References:
         Mudgal et al., ICML 2024, Eq. 2-3.
@@ -144,8 +166,13 @@ def tilted_kl(logits: Float[Array, "... V"], q: Float[Array, "... V"], strength)
         >>> float(tilted_kl(jnp.zeros(2), jnp.array([0.0, 1.0]), 0.0))
         0.0
     """
-    check_finite(q, "q")
-    return _tilted_kl(jnp.asarray(logits), jnp.asarray(q), _strength(strength))
+    z, qa = as_float_array(logits, "logits"), as_float_array(q, "q")
+    if z.ndim < 1:
+        raise ValueError(expected("logits", "a [..., V] array", f"shape {tuple(z.shape)}", raw=True))
+    if qa.shape != z.shape:
+        raise ValueError(expected("q", f"shape {tuple(z.shape)} (that of logits)", f"shape {tuple(qa.shape)}", raw=True))
+    check_finite(qa, "q")
+    return _tilted_kl(z, qa, _strength(strength))
 
 
 @jax.jit

@@ -199,3 +199,46 @@ def test_toy_values_refuses_a_nan_reward():
     assert bool(jnp.all(jnp.isfinite(toy_values(TOY, r).q)))
     _raises(ValueError, "reward", lambda: toy_values(TOY, r.at[5].set(jnp.nan)))
     _raises(ValueError, "reward", lambda: toy_rollouts(TOY, r.at[5].set(jnp.inf)))
+
+
+def test_none_wrong_shapes_and_types_get_the_house_error():
+    # issue 48 item 18: raw JAX / AttributeError / IndexError from deep inside.
+    from jaxcore.decoding import tilted_kl
+
+    assert select_best(jnp.array([[1.0, 3.0, 3.0]])).tolist() == [1]
+    _raises(ValueError, "rewards", lambda: select_best(jnp.float32(1.0)))
+    _raises(ValueError, "rewards", lambda: select_best(jnp.zeros((2, 0))))
+    _raises(TypeError, "rewards", lambda: select_best(None))
+    assert brevity(jnp.array([[5, 0, 0, 0]]), 0).tolist() == [0.5]
+    _raises(TypeError, "tokens", lambda: brevity(None, 0))
+    assert keyword_reward(jnp.array([[1, 2, 3, 1]]), jnp.array([1])).tolist() == [0.5]
+    _raises(TypeError, "tokens", lambda: keyword_reward(None, jnp.array([1])))
+    _raises(TypeError, "ids", lambda: keyword_reward(jnp.array([[1, 2]]), None))
+    _raises(TypeError, "ids", lambda: keyword_reward(jnp.array([[1, 2]]), jnp.array([1.5])))
+    _raises(TypeError, "words", lambda: keyword_ids(None, None))
+    _raises(TypeError, "tokenizer", lambda: keyword_ids(None, ["a"]))
+    _raises(TypeError, "texts", lambda: non_toxicity(None, None))
+    _raises(TypeError, "scorer", lambda: non_toxicity(["a"], None))
+    _raises(TypeError, "scorers", lambda: combine(None, [1.0]))
+    _raises(TypeError, "scorers", lambda: combine(jnp.float32(1.0), [1.0]))
+    _raises(TypeError, "weights", lambda: combine([ValueHead(3)], None))
+    assert combine([ValueHead(3)], np.array([2.0]))(jnp.ones(3)).shape == ()
+    assert float(tilted_kl(jnp.zeros(2), jnp.array([0.0, 1.0]), 0.0)) == 0.0
+    _raises(ValueError, "logits", lambda: tilted_kl(jnp.float32(1.0), jnp.float32(1.0), 1.0))
+    _raises(ValueError, "q", lambda: tilted_kl(jnp.zeros(3), jnp.zeros(2), 1.0))
+    _raises(TypeError, "logits", lambda: tilted_kl(None, jnp.zeros(2), 1.0))
+
+
+def test_a_cdq_head_of_another_vocabulary_or_width_is_refused_inside_generate():
+    # issue 48 item 18: a CD-Q head of vocabulary 10 on a 64-token model failed inside lm.generate.
+    prompt = jnp.array([[1, 2, 3]])
+    v, d = MODEL.config.vocab_size, MODEL.config.dim
+    out = lm.generate(jax.random.key(0), MODEL, prompt, max_new_tokens=2, processor=CDQ(QHead(d, v), 1.0))
+    assert out.tokens.shape == (1, 2)
+    with pytest.raises(ValueError, match=f"^scorer: expected a Q head over the model's vocabulary of {v} tokens, "
+                                         "got a head over 10 tokens"):
+        lm.generate(jax.random.key(0), MODEL, prompt, max_new_tokens=2, processor=CDQ(QHead(d, 10), 1.0))
+    with pytest.raises(ValueError, match=f"^hidden: expected hidden states of size {d + 1}"):
+        lm.generate(jax.random.key(0), MODEL, prompt, max_new_tokens=2, processor=CDQ(QHead(d + 1, v), 1.0))
+    with pytest.raises(ValueError, match=f"^hidden: expected hidden states of size {d + 1}"):
+        lm.generate(jax.random.key(0), MODEL, prompt, max_new_tokens=2, processor=CDFudge(ValueHead(d + 1), 1.0, 2))
