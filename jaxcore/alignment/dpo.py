@@ -30,8 +30,8 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import (Progress, check_finite, check_int, check_key, check_progress, check_scalar, expected,
-                           is_concrete)
+from jaxcore._util import (Progress, as_float_array, check_finite, check_int, check_key, check_progress, check_scalar,
+                           expected, is_concrete)
 from jaxcore._util.minibatch import batch_mesh, minibatch_schedule, take_local
 
 from ._chunks import interleaved_map
@@ -112,6 +112,7 @@ def dpo_loss(policy_chosen: Float[Array, " B"], policy_rejected: Float[Array, " 
         A scalar in the inputs' float dtype (float64 under ``jax_enable_x64`` with float64 inputs).
 
     Raises:
+        TypeError: None or non-numeric log-probabilities or weights.
         ValueError: shapes differ or the batch is empty; ``beta`` not positive; a non-finite concrete
             log-probability; a negative or non-finite concrete weight, or weights summing to 0.
 
@@ -125,9 +126,10 @@ def dpo_loss(policy_chosen: Float[Array, " B"], policy_rejected: Float[Array, " 
         0.693147
     """
     b = check_scalar(beta, "beta", positive=True)
-    arrs = [jnp.asarray(a) for a in (policy_chosen, policy_rejected, reference_chosen, reference_rejected)]
-    shape = arrs[0].shape
     names = ("policy_chosen", "policy_rejected", "reference_chosen", "reference_rejected")
+    arrs = [as_float_array(a, name) for name, a in
+            zip(names, (policy_chosen, policy_rejected, reference_chosen, reference_rejected))]
+    shape = arrs[0].shape
     for name, a in zip(names, arrs):
         if a.shape != shape or a.ndim != 1:
             raise ValueError(expected(name, f"a [batch] array of shape {shape}", f"shape {a.shape}", raw=True))
@@ -139,7 +141,7 @@ def dpo_loss(policy_chosen: Float[Array, " B"], policy_rejected: Float[Array, " 
     if weights is None:
         w = jnp.ones(shape, dt)
     else:
-        w = jnp.asarray(weights, dt)
+        w = as_float_array(weights, "weights", dtype=dt)
         if w.shape != shape:
             raise ValueError(expected("weights", f"shape {shape}", f"shape {w.shape}", raw=True))
         if is_concrete(w):

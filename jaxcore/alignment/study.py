@@ -147,6 +147,7 @@ def sample_continuations(key, model: lm.Llama, prompt_tokens: Int[Array, "N P"],
         >>> out.tokens.shape  # doctest: +SKIP
         (2, 4, 5)
     """
+    lm.model.check_model(model)
     k = check_int(num_samples, "num_samples", minimum=1)
     # host-side repeats and reshapes of concrete arrays (an eager jnp op is a compiled program per shape)
     xp = np if is_concrete(prompt_tokens, prompt_mask) else jnp
@@ -174,7 +175,9 @@ def score_continuations(scorer: Callable[[Sequence[str]], Any], tokenizer: lm.To
         ``[N, K]`` float64.
 
     Raises:
-        ValueError: the scorer returns the wrong number of values or values outside [0, 1].
+        TypeError: a scorer that is not callable, not a tokenizer, not :class:`Continuations`.
+        ValueError: tokens and mask not of one ``[N, K, L]`` shape; the scorer returns the wrong
+            number of values or values outside [0, 1].
 
     Examples:
         >>> tok = lm.Tokenizer(["a", "b", "ab"], ["a b"])
@@ -182,7 +185,17 @@ def score_continuations(scorer: Callable[[Sequence[str]], Any], tokenizer: lm.To
         ...                     Continuations(np.array([[[0, 1]]]), np.array([[[True, False]]]))).tolist()
         [[0.1]]
     """
+    if not callable(scorer):
+        raise TypeError(expected("scorer", "a callable scorer(texts) -> values", type(scorer).__name__, raw=True))
+    if not callable(getattr(tokenizer, "decode", None)):
+        raise TypeError(expected("tokenizer", "a jaxcore.lm.Tokenizer", type(tokenizer).__name__, raw=True))
+    if not isinstance(continuations, Continuations):
+        raise TypeError(expected("continuations", "a Continuations (from sample_continuations)",
+                                 type(continuations).__name__, raw=True))
     t, m = np.asarray(continuations.tokens), np.asarray(continuations.mask)
+    if t.ndim != 3 or m.shape != t.shape:
+        raise ValueError(expected("continuations", "tokens and mask of one shape [N, K, L]",
+                                  f"shapes {t.shape}, {m.shape}", raw=True))
     texts = [tokenizer.decode(row[mk], skip_special_tokens=True) for row, mk in zip(t.reshape(-1, t.shape[-1]),
                                                                                   m.reshape(-1, m.shape[-1]))]
     s = np.asarray(scorer(texts), np.float64)

@@ -82,6 +82,7 @@ def value_vectors(model: lm.Llama) -> Float[Array, "n f d"]:
 
 
 def _direction(model, direction):
+    lm.model.check_model(model)
     d = as_float_array(direction, "direction")
     check_shape(d, "direction", (model.config.dim,))
     check_finite(d, "direction")
@@ -110,6 +111,7 @@ def rank_value_vectors(model: lm.Llama, direction: Float[Array, " d"], *, top_k:
         A :class:`ValueVectorRanking`.
 
     Raises:
+        TypeError: ``model`` is not a :class:`jaxcore.lm.Llama`; a non-numeric direction.
         ValueError: wrong shape, zero or non-finite direction, bad ``top_k``.
 
     References:

@@ -185,3 +185,17 @@ def test_dpo_loss_refuses_non_finite_log_probs_bad_weights_and_an_empty_batch(ar
 
     with pytest.raises(ValueError, match=f"{name}: expected"):
         dpo_loss(*args, **kwargs)
+
+
+def test_dpo_loss_refuses_none_and_non_numeric_inputs():
+    # issue 48 item 18: dpo_loss(None, ...) raised JAX's "None is not a valid value for jnp.array".
+    from jaxcore.alignment import dpo_loss
+
+    z = jnp.zeros(3)
+    assert float(dpo_loss(z, z, z, z)) == pytest.approx(np.log(2.0), rel=1e-6)
+    with pytest.raises(TypeError, match="^policy_chosen: expected a real"):
+        dpo_loss(None, z, z, z)
+    with pytest.raises(TypeError, match="^reference_rejected: expected a real"):
+        dpo_loss(z, z, z, ["a", "b", "c"])
+    with pytest.raises(TypeError, match="^weights: expected a real"):
+        dpo_loss(z, z, z, z, weights="abc")

@@ -75,3 +75,27 @@ def test_refusals():
     other = lm.random_llama(jax.random.key(1), lm.LlamaConfig.tiny(V, dim=16))
     with pytest.raises(ValueError, match="after: expected a Llama with the configuration"):
         value_vector_change(m, other, jnp.array([0]), jnp.array([0]))
+
+
+def test_non_models_and_bad_continuations_get_the_house_error():
+    # issue 48 item 18: rank_value_vectors(array, ...) raised AttributeError 'config';
+    # score_continuations(None, ...) AttributeError 'tokens'.
+    from jaxcore.alignment import Continuations, score_continuations
+
+    m = model()
+    r = rank_value_vectors(m, m.layers[1].w_down[7], top_k=2)
+    assert int(r.layer[0]) == 1 and int(r.index[0]) == 7
+    for bad in (None, jnp.float32(1.0)):
+        with pytest.raises(TypeError, match="^model: expected a jaxcore.lm.Llama"):
+            rank_value_vectors(bad, jnp.ones(m.config.dim))
+    tok = lm.Tokenizer(["a", "b", "ab"], ["a b"])
+    cont = Continuations(np.array([[[0, 1]]]), np.array([[[True, False]]]))
+    assert score_continuations(lambda t: [len(s) / 10 for s in t], tok, cont).tolist() == [[0.1]]
+    with pytest.raises(TypeError, match="^continuations: expected a Continuations"):
+        score_continuations(lambda t: [0.0], tok, None)
+    with pytest.raises(TypeError, match="^scorer: expected a callable"):
+        score_continuations(None, tok, cont)
+    with pytest.raises(TypeError, match="^tokenizer: expected a jaxcore.lm.Tokenizer"):
+        score_continuations(lambda t: [0.0], None, cont)
+    with pytest.raises(ValueError, match=r"^continuations: expected tokens and mask of one shape \[N, K, L\]"):
+        score_continuations(lambda t: [0.0], tok, Continuations(np.array([[0, 1]]), np.array([[True, False]])))
