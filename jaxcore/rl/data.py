@@ -42,6 +42,9 @@ class OfflineData(eqx.Module):
         latents: int32 ``[H + 1, N]`` the latent states (for the reset-model baseline only).
         actions: int32 ``[H, N]`` the actions taken (for behaviour cloning only).
 
+    Raises:
+        TypeError: a field that is not an array.
+
     Examples:
         >>> from jaxcore.rl import make_lock
         >>> lock = make_lock(jax.random.key(0), horizon=4, num_actions=4)
@@ -53,6 +56,13 @@ class OfflineData(eqx.Module):
     observations: Float[Array, "H1 N d"]
     latents: Int[Array, "H1 N"]
     actions: Int[Array, "H N"]
+
+    def __check_init__(self):
+        """Built directly, the fields must be arrays (their shapes are checked where the data is used)."""
+        for name in ("observations", "latents", "actions"):
+            x = getattr(self, name)
+            if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+                raise TypeError(expected(name, "an array", type(x).__name__, raw=True))
 
     @property
     def num_episodes(self) -> int:

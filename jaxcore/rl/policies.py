@@ -43,6 +43,9 @@ class Policy(eqx.Module):
         hidden_weight: ``[H, hidden, d]`` U_h (mlp) or None (linear).
         hidden_bias: ``[H, hidden]`` c_h (mlp) or None (linear).
 
+    Raises:
+        TypeError: a field that is not an array (None where an array is required).
+
     Examples:
         >>> p = init_policy(jax.random.key(0), horizon=3, num_actions=4, obs_dim=8)
         >>> p.kind, p.weight.shape
@@ -53,6 +56,15 @@ class Policy(eqx.Module):
     bias: Float[Array, "H A"]
     hidden_weight: Float[Array, "H k d"] | None = None
     hidden_bias: Float[Array, "H k"] | None = None
+
+    def __check_init__(self):
+        """Built directly, the fields must be arrays (hidden ones may be None: a linear policy)."""
+        for name in ("weight", "bias", "hidden_weight", "hidden_bias"):
+            x = getattr(self, name)
+            if x is None and name.startswith("hidden"):
+                continue
+            if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+                raise TypeError(expected(name, "an array", type(x).__name__, raw=True))
 
     @property
     def kind(self) -> str:

@@ -189,3 +189,15 @@ def test_step_refuses_actions_outside_the_range_eagerly_and_under_jit():
         jax.block_until_ready(f(jnp.int32(99)))
     g = jax.jit(lambda a: rl.step(jax.random.key(0), _state(), a, LOCK, check_action=False)[1].level)
     assert int(g(jnp.int32(99))) == 1  # switched off: an out-of-range action is a wrong action, as documented
+
+
+def test_policy_and_offline_data_built_directly_refuse_none_fields():
+    # issue 48 item 18: Policy(None, None) and OfflineData(None, None, None) were accepted and failed later.
+    with pytest.raises(TypeError, match="^weight: expected an array, got NoneType"):
+        rl.Policy(None, None)
+    with pytest.raises(TypeError, match="^hidden_bias: expected an array, got str"):
+        rl.Policy(jnp.zeros((2, 3, 4)), jnp.zeros((2, 3)), jnp.zeros((2, 5, 4)), "b")
+    with pytest.raises(TypeError, match="^observations: expected an array, got NoneType"):
+        rl.OfflineData(None, None, None)
+    p = rl.Policy(jnp.zeros((2, 3, 4)), jnp.zeros((2, 3)))
+    assert p.kind == "linear" and rl.policy_logits(p, 0, jnp.ones(4)).tolist() == [0.0, 0.0, 0.0]
