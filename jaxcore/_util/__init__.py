@@ -6,6 +6,7 @@ Nothing here is re-exported by ``jaxcore``; families import these helpers direct
 from .cache import DataUnavailableError, cache_dir, cached_arrays
 from .checks import (
     as_float_array,
+    check_auto_mesh,
     check_bool,
     check_choice,
     check_finite,
@@ -34,6 +35,7 @@ __all__ = [
     "as_float_array",
     "cache_dir",
     "cached_arrays",
+    "check_auto_mesh",
     "check_bool",
     "check_choice",
     "check_finite",

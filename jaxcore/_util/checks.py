@@ -22,6 +22,7 @@ import numpy as np
 
 __all__ = [
     "as_float_array",
+    "check_auto_mesh",
     "check_bool",
     "check_choice",
     "check_finite",
@@ -104,6 +105,41 @@ def check_int(x: Any, name: str, minimum: int | None = None, maximum: int | None
         bound = f"an int <= {maximum}" if minimum is None else f"an int in [{minimum}, {maximum}]"
         raise ValueError(expected(name, bound, x))
     return x
+
+
+def _explicit_axes(x: Any) -> tuple:
+    """The Explicit mesh axes an array (concrete or traced) is typed with; () for none."""
+    try:
+        sharding = jax.typeof(x).sharding if isinstance(x, jax.core.Tracer) else getattr(x, "sharding", None)
+        mesh = getattr(sharding, "mesh", None)
+        types = getattr(mesh, "axis_types", ()) or ()
+        return tuple(n for n, t in zip(mesh.axis_names, types) if t == jax.sharding.AxisType.Explicit)
+    except Exception:  # noqa: BLE001 - no sharding information: nothing to refuse
+        return ()
+
+
+_AUTO_MESH = ("a mesh of Auto axes: jax.make_mesh(shape, names, axis_types=(jax.sharding.AxisType.Auto,) * len(shape)) "
+              "or jax.sharding.Mesh(devices, names); meshes of Explicit axes (jax.make_mesh's default) are not supported")
+
+
+def check_auto_mesh(tree: Any, name: str) -> None:
+    """TypeError if ``tree`` is, or holds an array placed on, a mesh with Explicit axes.
+
+    jaxcore's kernels are written for the default (Auto) sharding mode; under Explicit axes
+    (sharding in types, ``jax.make_mesh``'s default since jax 0.7) ``lax.select`` / ``scan`` carries
+    need matching shardings the kernels do not state, and JAX fails deep inside. Refused here,
+    naming the argument and the way to build an Auto mesh.
+    """
+    if isinstance(tree, jax.sharding.Mesh):
+        axes = tuple(n for n, t in zip(tree.axis_names, tree.axis_types) if t == jax.sharding.AxisType.Explicit)
+        if axes:
+            raise TypeError(expected(name, _AUTO_MESH, f"a mesh with Explicit axes {axes}", raw=True))
+        return
+    for leaf in jax.tree_util.tree_leaves(tree):
+        axes = _explicit_axes(leaf) if isinstance(leaf, (jax.Array, jax.core.Tracer)) else ()
+        if axes:
+            raise TypeError(expected(name, "arrays on " + _AUTO_MESH, f"an array sharded over Explicit axes {axes}",
+                                     raw=True))
 
 
 def _real_array(x: Any, name: str) -> np.ndarray:

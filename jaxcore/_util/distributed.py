@@ -55,7 +55,8 @@ def initialize_distributed(
     variables ``JAXCORE_COORDINATOR_ADDRESS``, ``JAXCORE_NUM_PROCESSES``, ``JAXCORE_PROCESS_ID``. Without
     either, JAX's own cluster detection applies (SLURM, Open MPI, Cloud TPU, Kubernetes). On CPU the
     collectives run over gloo. After the call ``jax.devices()`` lists the devices of every process: build a
-    global ``jax.make_mesh`` over them, place each process's part of a batch with
+    global mesh of Auto axes over them (``jax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * n)``:
+    jaxcore refuses arrays on a mesh of Explicit axes, ``jax.make_mesh``'s default), place each process's part of a batch with
     ``jax.make_array_from_process_local_data``, and call the jaxcore kernels under ``jax.jit`` as on one
     host. Call it first, before any JAX computation.
 
@@ -79,7 +80,7 @@ def initialize_distributed(
 
             import sys, jax, jaxcore
             info = jaxcore.initialize_distributed("127.0.0.1:12355", 2, int(sys.argv[1]))
-            mesh = jax.make_mesh((info.num_devices,), ("batch",))
+            mesh = jax.make_mesh((info.num_devices,), ("batch",), axis_types=(jax.sharding.AxisType.Auto,))
     """
     import jax
 

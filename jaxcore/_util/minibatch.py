@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .checks import expected
+from .checks import check_auto_mesh, expected
 
 
 class BatchMesh(NamedTuple):
@@ -59,9 +59,11 @@ def batch_mesh(mesh: Any, rows: Any, num_rows: int, batch_size: int, *, data_nam
     over more than one device and the split divides both counts; otherwise None. Under an outer
     ``jit`` (``rows`` a tracer) the placement is not known: None.
     """
+    check_auto_mesh(rows, data_name)
     if mesh is not None:
         if not isinstance(mesh, Mesh):
             raise TypeError(expected("mesh", "a jax.sharding.Mesh or None", type(mesh).__name__, raw=True))
+        check_auto_mesh(mesh, "mesh")
         axis = mesh.axis_names[0]
         d = mesh.shape[axis]
         for name, count in ((data_name, num_rows), ("batch_size", batch_size)):

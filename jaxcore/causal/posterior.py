@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_int, expected, is_concrete
+from jaxcore._util import check_auto_mesh, check_int, expected, is_concrete
 
 from ._checks import check_acyclic, check_bitmasks, check_log_prob
 from .enumerate import DAGTable, enumerate_dags
@@ -120,6 +120,7 @@ def dag_log_scores(table: ScoreTable, parents: Int[Array, "n d"]) -> Float[Array
     if parents.ndim < 1 or parents.shape[-1] != t.d:
         raise ValueError(expected("parents", f"last axis d={t.d}", f"shape {tuple(parents.shape)}", raw=True))
     check_bitmasks(raw, "parents")
+    check_auto_mesh(parents, "parents")
     return _dag_log_scores_jit(t.table, parents)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
-from .._util.checks import check_finite, check_int, check_scalar, error_if, expected
+from .._util.checks import check_auto_mesh, check_finite, check_int, check_scalar, error_if, expected
 from .._util.keys import check_key
 
 __all__ = [
@@ -395,8 +395,10 @@ def check_tokens(model: Llama, tokens, mask, *, name: str = "tokens", mask_name:
     Concrete ids are range-checked on the host (``ValueError``). Traced ids (a caller's ``jit``) are
     checked at run time by an ``error_if`` when ``check_ids`` (a host callback in the compiled
     program, which makes JAX dispatch each call of it through its Python path); ``check_ids=False``
-    leaves traced ids unchecked, for a caller that validated them once.
+    leaves traced ids unchecked, for a caller that validated them once. Tokens on a mesh of Explicit
+    axes are refused (``TypeError``).
     """
+    check_auto_mesh(tokens, name)
     if isinstance(tokens, jax.core.Tracer):
         if not jnp.issubdtype(tokens.dtype, jnp.integer):
             raise TypeError(expected(name, "an integer array of token ids", f"dtype {tokens.dtype}", raw=True))

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from jaxcore._util import (check_bool, check_int, check_key, check_scalar, default_float, error_if, expected,
+from jaxcore._util import (check_auto_mesh, check_bool, check_int, check_key, check_scalar, default_float, error_if, expected,
                            is_concrete)
 
 __all__ = [
@@ -325,6 +325,7 @@ def reset(key: PRNGKeyArray, lock: CombinationLock) -> tuple[Float[Array, " d"],
         ((8,), 0)
     """
     check_key(key)
+    check_auto_mesh(key, "key")
     _check_lock(lock)
     k_s, k_o = jax.random.split(key)
     state = LockState(jax.random.randint(k_s, (), 0, lock.num_good, dtype=jnp.int32), jnp.int32(0))
@@ -390,6 +391,7 @@ def step(
         (1.0, True, True)
     """
     check_key(key)
+    check_auto_mesh((key, state), "key, state")
     _check_lock(lock)
     _check_state(state, lock)
     if not jnp.issubdtype(jnp.result_type(action), jnp.integer):  # 0.5 would be truncated to action 0

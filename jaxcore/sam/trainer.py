@@ -43,7 +43,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import Progress, check_bool, check_int, check_key, check_progress, error_if, expected, is_concrete
+from jaxcore._util import Progress, check_auto_mesh, check_bool, check_int, check_key, check_progress, error_if, expected, is_concrete
 
 from .perturbations import (GSAM, OBF, SAM, Perturbation, _check_tree, _checked_value, _global_norm, _global_norms,
                             _rho_at, _scale_factor, _scaled_tree)
@@ -612,6 +612,7 @@ def step(
         (1.0, 1)
     """
     _check_tree(params, "params")
+    check_auto_mesh((params, batch), "batch")
     if not isinstance(state, SAMState):
         raise TypeError(expected("state", "a SAMState (from jaxcore.sam.init)", type(state).__name__, raw=True))
     k = _validate_step(loss_fn, batch, key, optimizer, perturbation, perturbation_loss, num_micro_batches,

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int, UInt32
 
-from jaxcore._util import check_int, check_key, expected
+from jaxcore._util import check_auto_mesh, check_int, check_key, expected
 
 __all__ = ["context_hash", "context_windows", "secret_words"]
 
@@ -146,6 +146,7 @@ def _token_array(x: Any, name: str, min_ndim: int = 0, allow_minus_one: bool = T
     if dtype is None or not (jnp.issubdtype(dtype, jnp.integer)) or dtype == jnp.bool_:
         got = type(x).__name__ if dtype is None else f"dtype {dtype}"
         raise TypeError(expected(name, "an integer array of token ids", got, raw=True))
+    check_auto_mesh(x, name)
     if np.ndim(x) < min_ndim:
         raise ValueError(expected(name, f"an array with at least {min_ndim} axes", f"shape {np.shape(x)}", raw=True))
     if not isinstance(x, jax.core.Tracer):
