@@ -76,7 +76,7 @@ def _data_action(u, lock, policy, state, obs, epsilon, covered):
         z = jax.nn.one_hot(lock.advancing[h, jnp.minimum(state.latent, lock.num_good - 1)], lock.num_actions)
         greedy = True
     else:
-        z, greedy = policy_logits(policy, h, obs), False
+        z, greedy = policy_logits(policy, h, obs, check_level=False), False
     return choose(u, z, greedy, jnp.where(covered, epsilon, 1.0), lock.num_actions)
 
 

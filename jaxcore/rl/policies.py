@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_bool, check_choice, check_finite, check_int, check_key, check_scalar, expected, \
+from jaxcore._util import check_bool, check_choice, check_finite, check_int, check_key, check_scalar, error_if, expected, \
     is_concrete
 
 from .lock import CombinationLock, LockState, _advance, _clean, _emit, _noise, reset
@@ -144,20 +144,25 @@ def _scores(p: Policy, x):
     return x @ p.weight.T + p.bias
 
 
-def policy_logits(policy: Policy, level: Int[Array, ""], obs: Float[Array, "*batch d"]) -> Float[Array, "*batch A"]:
+def policy_logits(policy: Policy, level: Int[Array, ""], obs: Float[Array, "*batch d"], *,
+                  check_level: bool = True) -> Float[Array, "*batch A"]:
     """Scores z_h(x) at level h for observations ``obs`` (softmax logits or Q-values).
 
     Args:
         policy: :class:`Policy`.
         level: int scalar h in ``[0, H)``.
         obs: ``[..., d]`` observations.
+        check_level: check a traced level at run time (default ``True``: an ``EqxRuntimeError`` naming
+            ``level``; a host callback in the compiled program). ``False`` for a caller whose levels are
+            in range by construction (an out-of-range level then reads the last level's scores).
 
     Returns:
         ``[..., A]`` scores.
 
     Raises:
         TypeError: not a Policy, a level that is not an integer.
-        ValueError: NaN/inf parameters, a concrete level outside ``[0, H)``, observations not of length d.
+        ValueError: NaN/inf parameters, a level outside ``[0, H)`` (on the host when concrete, at run
+            time under ``jit`` unless ``check_level=False``), observations not of length d.
 
     Examples:
         >>> p = init_policy(jax.random.key(0), 2, 3, 4)
@@ -169,6 +174,9 @@ def policy_logits(policy: Policy, level: Int[Array, ""], obs: Float[Array, "*bat
         raise TypeError(expected("level", "an integer level", f"dtype {jnp.result_type(level)}", raw=True))
     if is_concrete(level):  # a[h] would clamp an out-of-range level to the last one
         check_int(level, "level", minimum=0, maximum=policy.horizon - 1)
+    elif check_bool(check_level, "check_level"):
+        level = error_if(level, (level < 0) | (level >= policy.horizon), "level",
+                         f"an int in [0, {policy.horizon - 1}] (checked at run time)")
     d_in = policy.weight.shape[2] if policy.hidden_weight is None else policy.hidden_weight.shape[2]
     if jnp.ndim(obs) < 1 or jnp.shape(obs)[-1] != d_in:
         raise ValueError(expected("obs", f"observations [..., {d_in}]", f"shape {tuple(jnp.shape(obs))}", raw=True))
@@ -202,7 +210,7 @@ def _policy_table(lock: CombinationLock, policy: Policy):
 
     def one(h, s):
         x = _clean(LockState(s.astype(jnp.int32), h.astype(jnp.int32)), lock)
-        return jnp.argmax(policy_logits(policy, h, x)).astype(jnp.int32)
+        return jnp.argmax(policy_logits(policy, h, x, check_level=False)).astype(jnp.int32)
 
     return jax.vmap(jax.vmap(one))(hs, ss)
 
@@ -324,7 +332,7 @@ def _episode(key, lock, policy, greedy, epsilon):
     def body(carry, kt):
         obs, state, ret, succ = carry
         u, eps = draws(kt, lock)
-        a = choose(u, policy_logits(policy, state.level, obs), greedy, epsilon, lock.num_actions)
+        a = choose(u, policy_logits(policy, state.level, obs, check_level=False), greedy, epsilon, lock.num_actions)
         obs, nxt, r, s = env_step(u, eps, state, a, lock)
         return (obs, nxt, ret + r, succ | s), None
 

@@ -201,3 +201,17 @@ def test_policy_and_offline_data_built_directly_refuse_none_fields():
         rl.OfflineData(None, None, None)
     p = rl.Policy(jnp.zeros((2, 3, 4)), jnp.zeros((2, 3)))
     assert p.kind == "linear" and rl.policy_logits(p, 0, jnp.ones(4)).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_policy_logits_refuses_an_out_of_range_level_under_jit():
+    # issue 48 item 6: policy_logits(policy, level=10) under jit returned the last level's scores.
+    p = rl.init_policy(jax.random.key(0), 3, 4, 8, scale=1.0)
+    obs = jnp.ones(8)
+    f = jax.jit(lambda lv: rl.policy_logits(p, lv, obs))
+    for lv in range(3):
+        assert jnp.allclose(f(lv), rl.policy_logits(p, lv, obs))
+    for bad in (10, -1):
+        with pytest.raises(Exception, match=r"level: expected an int in \[0, 2\]"):
+            jax.block_until_ready(f(bad))
+    g = jax.jit(lambda lv: rl.policy_logits(p, lv, obs, check_level=False))
+    assert jnp.allclose(g(10), rl.policy_logits(p, 2, obs))  # switched off: documented clamp to the last level
