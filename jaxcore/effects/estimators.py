@@ -24,9 +24,11 @@ from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
-from jaxcore._util import check_int, check_nonnegative, check_positive, check_range, check_shape
+from jaxcore._util import (check_int, check_nonnegative, check_positive, check_range, check_shape, error_if, expected,
+                           is_concrete)
 
 from .data import EffectData, check_data
 from .dual import balancing_dual
@@ -87,7 +89,8 @@ def weighted_ate(weights: Float[Array, "B N"], data: EffectData) -> ATEResult:
 
     Raises:
         TypeError: ``data`` is not an :class:`EffectData`.
-        ValueError: shape differs from ``data.treatment``; negative or non-finite weights.
+        ValueError: shape differs from ``data.treatment``; negative or non-finite weights; weights
+            all zero on an arm of a data set (the arm mean is 0/0; at run time under ``jit``).
 
     References:
         Zhang et al., "Towards Causal Foundation Model", ICML 2024, Eq. (1) (the weighted estimator).
@@ -102,6 +105,18 @@ def weighted_ate(weights: Float[Array, "B N"], data: EffectData) -> ATEResult:
     check_shape(weights, "weights", data.treatment.shape)
     w = jnp.where(data.mask, jnp.asarray(weights, data.x.dtype), 0.0)
     check_nonnegative(w, "weights")
+    t, c = _arms(data)
+    if is_concrete(w, t):
+        wa, ta, ca = np.asarray(w, np.float64), np.asarray(t, np.float64), np.asarray(c, np.float64)
+        for arm, a in (("treated", ta), ("control", ca)):
+            empty = np.sum(wa * a, axis=1) <= 0
+            if empty.any():
+                raise ValueError(expected("weights", f"a positive weight on some {arm} unit of every data set",
+                                          f"all zero on the {arm} arm of data set {int(np.flatnonzero(empty)[0])}",
+                                          raw=True))
+    else:
+        w = error_if(w, jnp.any((jnp.sum(w * t, axis=1) <= 0) | (jnp.sum(w * c, axis=1) <= 0)), "weights",
+                     "a positive weight on some treated and some control unit of every data set")
     return _weighted_jit(w, data)
 
 

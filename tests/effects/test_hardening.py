@@ -148,3 +148,18 @@ def test_none_and_non_effect_data_get_the_house_type_error():
     with pytest.raises(TypeError, match=r"^datasets\[1\]: expected a jaxcore.effects.EffectData"):
         stack_datasets([d, None])
     assert stack_datasets([d, d]).x.shape == (2, 6, 2)
+
+
+def test_weighted_ate_refuses_an_arm_with_zero_total_weight():
+    # issue 48 item 12: zero weight on an arm gave NaN (0/0 arm mean).
+    from jaxcore.effects import effect_data
+
+    d = effect_data(np.zeros((4, 1)), [1, 1, 0, 0], [3.0, 5.0, 1.0, 1.0])
+    assert float(weighted_ate(jnp.array([[1.0, 1.0, 1.0, 0.0]]), d).estimate[0]) == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="^weights: expected a positive weight on some control unit of every data set, "
+                                         "got all zero on the control arm of data set 0"):
+        weighted_ate(jnp.array([[1.0, 1.0, 0.0, 0.0]]), d)
+    f = jax.jit(lambda w: weighted_ate(w, d).estimate)
+    assert float(f(jnp.array([[1.0, 1.0, 1.0, 0.0]]))[0]) == pytest.approx(3.0)
+    with pytest.raises(Exception, match="weights: expected a positive weight on some treated and some control unit"):
+        jax.block_until_ready(f(jnp.array([[0.0, 0.0, 1.0, 1.0]])))
