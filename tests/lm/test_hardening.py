@@ -87,7 +87,10 @@ def test_check_ids_false_drops_the_run_time_check_and_its_host_callback(entry):
     Concrete ids are checked on the host whatever ``check_ids`` says."""
     call = {"forward": lambda t, **kw: lm.forward(MODEL, t, **kw),
             "forward_hidden": lambda t, **kw: lm.forward_hidden(MODEL, t, **kw).logits,
-            "generate": lambda t, **kw: lm.generate(KEY, MODEL, t, max_new_tokens=2, temperature=0.0, **kw).tokens}[entry]
+            # generate's logits check (check_logits) is a run-time check of its own: off here, so that only
+            # the ids' callback is counted
+            "generate": lambda t, **kw: lm.generate(KEY, MODEL, t, max_new_tokens=2, temperature=0.0,
+                                                    check_logits=False, **kw).tokens}[entry]
     name = "prompt_tokens" if entry == "generate" else "tokens"
     ids = jnp.array([[1, 63]])
     assert _has_callback(lambda t: call(t), ids)
@@ -292,3 +295,11 @@ def test_tokenizer_constructor_refuses_bad_vocabularies(kw, exc, match):
         lm.Tokenizer(args.pop("tokens"), args.pop("merges"), **args)
     tok = lm.Tokenizer(["a", "b", "c", "ab"], ["a b"], token_types=[1, 1, 1, 1], bos_token_id=3)
     assert tok.encode("abc") == [3, 2] and tok.bos_token_id == 3
+
+
+def test_check_logits_false_drops_the_logits_check_and_its_host_callback():
+    ids = jnp.array([[1, 63]])
+    call = lambda t, **kw: lm.generate(KEY, MODEL, t, max_new_tokens=2, temperature=0.0,  # noqa: E731
+                                       check_ids=False, **kw).tokens
+    assert _has_callback(lambda t: call(t), ids)
+    assert not _has_callback(lambda t: call(t, check_logits=False), ids)
