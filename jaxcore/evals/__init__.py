@@ -1,0 +1,12 @@
+"""jaxcore.evals: language-model evaluation (TrustLLM's metrics and trust suite, InfiAgent-DABench's agent evaluation).
+
+Placeholder docstring; completed below as the family grows.
+"""
+
+from .metrics import (STATISTICS, ChiSquareResult, MetricResult, RobustnessResult, agreement, chi_square_test,
+                      pearson_correlation, refuse_to_answer_rate, robustness, table_metric, ToxicityResult,
+                      toxicity)
+
+__all__ = ["STATISTICS", "ChiSquareResult", "MetricResult", "RobustnessResult", "agreement", "chi_square_test",
+           "pearson_correlation", "refuse_to_answer_rate", "robustness", "table_metric", "ToxicityResult",
+           "toxicity"]
