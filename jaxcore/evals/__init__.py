@@ -6,7 +6,10 @@ Placeholder docstring; completed below as the family grows.
 from .metrics import (STATISTICS, ChiSquareResult, MetricResult, RobustnessResult, agreement, chi_square_test,
                       pearson_correlation, refuse_to_answer_rate, robustness, table_metric, ToxicityResult,
                       toxicity)
+from .answers import ANSWER_PATTERN, AnswerScore, answers_match, format_answers, parse_answers, score_answers
+from .sandbox import STATUSES, ExecResult, network_isolation, run_code
 
 __all__ = ["STATISTICS", "ChiSquareResult", "MetricResult", "RobustnessResult", "agreement", "chi_square_test",
            "pearson_correlation", "refuse_to_answer_rate", "robustness", "table_metric", "ToxicityResult",
-           "toxicity"]
+           "toxicity", "ANSWER_PATTERN", "AnswerScore", "answers_match", "format_answers", "parse_answers",
+           "score_answers", "STATUSES", "ExecResult", "network_isolation", "run_code"]
