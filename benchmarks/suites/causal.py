@@ -35,10 +35,12 @@ from benchmarks.registry import (
     Case,
     QualityBenchmark,
     QualityResult,
+    Reproduction,
     Scaling,
     SpeedBenchmark,
     Table,
     register,
+    register_reproduction,
 )
 from jaxcore.causal import (
     DAGSamples,
@@ -526,8 +528,11 @@ def _run_study(ctx):
         pass
     metrics = {}
     for (d, setting, n), rho in corr.items():
-        for m in ("e_shd", "edge_f1", "mmd"):
+        for m in RANKED:
             metrics[f"causal.study.rho_{m}.d{d}.{setting}.N{n}"] = rho[m]
+        g = [r for r in records if r["d"] == d and r["setting"] == setting and r["n"] == n]
+        metrics[f"causal.study.points.d{d}.{setting}.N{n}"] = float(len(g))
+        metrics[f"causal.study.entropy.d{d}.{setting}.N{n}"] = float(np.mean([r["entropy"] for r in g]))
     for r in mrows:
         metrics[f"causal.study.tv_dag.{r[0]}"] = r[1][0]
     return QualityResult(tables=[t1, t2], figures=figs, metrics=metrics)
@@ -765,4 +770,113 @@ register(QualityBenchmark(
     quick_params={"gaussian": ["ecoli70"], "d": 4, "ns": [100], "discrete": ["asia"], "max_parents": 2},
     description="semi-synthetic data from pgmpy's linear-Gaussian (exact posterior) and discrete (DP) networks",
     timed=True,  # its tables report wall-clock times: runs alone
+))
+
+
+# --------------------------------------------------------------------------- reproduction verdict
+
+#: metrics against the true graph (what papers report), and metrics against the exact posterior / held-out data
+_TRUTH_METRICS = ("e_shd", "e_cpdag_shd", "edge_f1", "auroc", "auprc")
+_OTHER_METRICS = ("mmd", "kl_mec", "pred_nll")
+_HIGHER_BETTER = ("edge_f1", "auroc", "auprc")
+_STRONG = 0.7
+
+
+def _study_groups(cells):
+    """{(d, setting, N): {"entropy": H, "points": k, metric: sign-adjusted rho}} from the cells' metrics."""
+    out = {}
+    for m in cells.values():
+        for k, v in m.items():
+            if not k.startswith("causal.study."):
+                continue
+            parts = k.split(".")
+            if len(parts) != 6:
+                continue
+            what, d, setting, n = parts[2], parts[3], parts[4], parts[5]
+            g = out.setdefault((int(d[1:]), setting, int(n[1:])), {})
+            if what.startswith("rho_"):
+                name = what[4:]
+                g[name] = -v if name in _HIGHER_BETTER else v
+            elif what in ("entropy", "points"):
+                g[what] = v
+    return out
+
+
+def _study_verdict(cells):
+    """Weak correlation of the true-graph metrics with the distance to the exact posterior, worst at small N."""
+    groups = _study_groups(cells)
+    groups = {k: g for k, g in groups.items() if "entropy" in g}
+    if not groups:
+        return "incomplete", "No study cell finished."
+    ns = sorted({k[2] for k in groups})
+    lines = ["Spearman rho of each metric with TV(q, exact posterior), sign-adjusted so that +1 is a perfect proxy "
+             "(F1 / AUROC / AUPRC negated); per N, the mean over the (d, noise) groups with a 95% interval "
+             f"(t over groups); 'strong' means >= {_STRONG}.", "",
+             "| N | groups | points per group | entropy (nats) | " + " | ".join(_TRUTH_METRICS + _OTHER_METRICS)
+             + " | true-graph metrics strong |", "|---|---|---|---|" + "---|" * (len(_TRUTH_METRICS) + len(_OTHER_METRICS))
+             + "---|"]
+    from scipy.stats import spearmanr, t as student_t
+
+    mean_truth, n_strong = {}, {}
+    for n in ns:
+        gs = [g for k, g in groups.items() if k[2] == n]
+        cellv, means = [], {}
+        for metric in _TRUTH_METRICS + _OTHER_METRICS:
+            v = np.asarray([g.get(metric, np.nan) for g in gs], float)
+            v = v[np.isfinite(v)]
+            if v.size == 0:
+                cellv.append("-")
+                continue
+            means[metric] = float(v.mean())
+            half = float(student_t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan")
+            cellv.append(f"{v.mean():.2f} ± {half:.2f}")
+        mean_truth[n] = float(np.mean([means[x] for x in _TRUTH_METRICS if x in means]))
+        n_strong[n] = sum(means.get(x, -1) >= _STRONG for x in _TRUTH_METRICS)
+        ent = np.mean([g["entropy"] for g in gs])
+        pts = int(np.median([g.get("points", np.nan) for g in gs]))
+        lines.append(f"| {n} | {len(gs)} | {pts} | {ent:.2f} | " + " | ".join(cellv)
+                     + f" | {n_strong[n]} of {len(_TRUTH_METRICS)} |")
+    # across every group: does the proxy quality fall as the exact posterior's entropy rises?
+    ents = [g["entropy"] for g in groups.values()]
+    qual = [np.nanmean([g.get(x, np.nan) for x in _TRUTH_METRICS]) for g in groups.values()]
+    rho_ent = float(spearmanr(ents, qual).statistic) if len(ents) >= 3 else float("nan")
+    lines += ["", f"Across the {len(groups)} (d, noise, N) groups, the Spearman correlation between the exact "
+                  f"posterior's entropy and the mean sign-adjusted rho of the true-graph metrics is {rho_ent:.2f} "
+                  "(negative: the metrics track the posterior worse where it is more uncertain)."]
+    text = "\n".join(lines)
+    small, large = ns[: max(1, len(ns) // 2)], ns[len(ns) // 2 + len(ns) % 2:] or ns[-1:]
+    weak_small = all(n_strong[n] <= len(_TRUTH_METRICS) // 2 for n in small)
+    worse_small = np.mean([mean_truth[n] for n in small]) < np.mean([mean_truth[n] for n in large])
+    if weak_small and worse_small and rho_ent < 0:
+        return "reproduced", text + (
+            f"\n\nAt N in {small} at most half of the true-graph metrics reach a strong correlation (mean "
+            f"sign-adjusted rho {np.mean([mean_truth[n] for n in small]):.2f}, against "
+            f"{np.mean([mean_truth[n] for n in large]):.2f} at N in {large}), and the correlation falls as the exact "
+            "posterior's entropy rises: the paper's finding.")
+    if weak_small:
+        return "reproduced in kind", text + (
+            "\n\nThe true-graph metrics are weak proxies at small N, but they are not clearly better at large N "
+            "or in low-entropy settings here.")
+    return "not reproduced", text + "\n\nMost true-graph metrics correlate strongly even at small N."
+
+
+register_reproduction(Reproduction(
+    family=FAMILY,
+    paper="A. Karimi Mamaghan, P. Tigas, K. H. Johansson, Y. Gal, Y. Annadani, S. Bongers, 'Challenges and "
+          "Considerations in the Evaluation of Bayesian Causal Discovery', ICML 2024",
+    claim=("Many metrics used to evaluate Bayesian causal discovery (E-SHD, edge F1, AUROC and the like) correlate "
+           "weakly with how close an approximate posterior is to the true one, above all at small sample sizes, "
+           "where the true posterior's entropy is high."),
+    setup=("The study's full grid: linear SEMs on random DAGs (edge probability 0.5) with d = 4 and 5 nodes, three "
+           "noise settings (equal variances, unequal variances, Laplace), N = 10, 30, 100, 300, 1000 training rows "
+           "(200 held out), 5 seeds per (d, noise, N); one cell per (d, noise). BGe score, uniform DAG prior, exact "
+           "posterior by enumerating every DAG (543 at d = 4, 29,281 at d = 5). Approximations of graded quality: "
+           "structure MCMC (the first 20 draws of one chain; 4 chains x 400 draws), order MCMC, independent edges "
+           "with the exact marginals, bootstrap MAP (30 resamples); DiBS is left out (1,500 SVI steps per data set "
+           "do not fit the CPU budget). Distance to the exact posterior: TV over DAGs; each metric's Spearman rho "
+           "with it per (d, noise, N) over seeds x approximations. Nothing is tuned. Verdict rule, fixed before "
+           f"the run: reproduced when at the smaller half of the N grid at most two of the five true-graph metrics "
+           f"reach mean sign-adjusted rho >= {_STRONG}, their mean rho is lower there than at the larger half, and it "
+           "falls with the exact posterior's entropy across groups."),
+    verdict=_study_verdict,
 ))
