@@ -20,6 +20,16 @@ The main workflow::
 """
 
 from .decoding import GenerateResult, generate
+from .grammar import (
+    GrammarConstraint,
+    GrammarState,
+    TokenFSM,
+    answer_regex,
+    compile_regex,
+    json_regex,
+    number_regex,
+    token_bytes,
+)
 from .head import model_logprobs, next_token_logprobs
 from .interop import to_transformers
 from .model import (
@@ -53,24 +63,30 @@ __all__ = [
     "ForwardResult",
     "GGUF_TYPES",
     "GenerateResult",
+    "GrammarConstraint",
+    "GrammarState",
     "Intervention",
     "Llama",
     "LlamaConfig",
     "LlamaBlock",
     "LogitsProcessor",
     "Temperature",
+    "TokenFSM",
     "Tokenizer",
     "ToxicityFeatures",
     "ToxicityScorer",
     "TopK",
     "TopP",
+    "answer_regex",
     "chain",
+    "compile_regex",
     "dequantize",
     "forward",
     "forward_hidden",
     "generate",
     "gguf_arrays",
     "gguf_metadata",
+    "json_regex",
     "llama_config_from_gguf",
     "llama_from_arrays",
     "llama_from_gguf",
@@ -79,10 +95,12 @@ __all__ = [
     "metadata_of",
     "model_logprobs",
     "next_token_logprobs",
+    "number_regex",
     "perplexity",
     "profanity_words",
     "random_llama",
     "sequence_logprob",
     "to_transformers",
+    "token_bytes",
     "token_logprobs",
 ]

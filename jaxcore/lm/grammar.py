@@ -1,0 +1,690 @@
+"""Grammar-constrained decoding: a regular expression compiled to a token-level finite-state mask.
+
+A pattern (or a small grammar written as one: the ``@name[value]`` answer format, JSON with a fixed
+flat schema, numbers) becomes a character DFA (``interegular``), then a token automaton: every
+vocabulary token's text is walked through the character DFA from every state at once (NumPy, one
+vectorised gather per character position), states from which no token sequence reaches acceptance
+are pruned, and end-of-sequence is allowed exactly in accepting states. :class:`GrammarConstraint`
+applies it inside :func:`~jaxcore.lm.generate`'s ``lax.scan``: one row gather of the transition table
+and one ``where`` per token, no host round-trip.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Literal, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from .._util.checks import check_bool, check_choice, check_int, expected
+from .processors import LogitsProcessor
+from .tokenizer import Tokenizer
+
+__all__ = [
+    "GrammarConstraint",
+    "GrammarState",
+    "TokenFSM",
+    "answer_regex",
+    "compile_regex",
+    "json_regex",
+    "number_regex",
+    "token_bytes",
+]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the vocabulary as bytes
+
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet inverted: each of the 256 printable stand-ins -> its byte.
+
+    Printable Latin-1 bytes stand for themselves; the other 68 bytes (controls, space, ...) are
+    shifted to code points 256, 257, ... in byte order ("Ġ" = U+0120 is the space byte 0x20).
+    """
+    keep = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    kept = set(keep)
+    out = {chr(b): b for b in keep}
+    shifted = [b for b in range(256) if b not in kept]
+    out.update({chr(256 + i): b for i, b in enumerate(shifted)})
+    return out
+
+
+def token_bytes(tokenizer: Tokenizer) -> list[bytes | None]:
+    """Each token's text as raw bytes (the byte-level BPE spelling undone), ``None`` for special tokens.
+
+    A byte-level BPE vocabulary spells bytes as printable stand-ins ("Ġ" for the leading space, "Ċ"
+    for a newline); this maps them back, so ``b"".join(token_bytes(tok)[i] for i in ids)`` is the
+    UTF-8 of ``tok.decode(ids)``. Added tokens that are not special (user-defined) are their literal
+    UTF-8; special (control) tokens such as ``<|im_end|>`` are ``None``: they produce no text.
+
+    Args:
+        tokenizer: a :class:`Tokenizer`.
+
+    Returns:
+        A list of ``tokenizer.vocab_size`` entries, ``bytes`` or ``None``.
+
+    Raises:
+        TypeError: ``tokenizer`` is not a :class:`Tokenizer`.
+
+    Examples:
+        >>> tok = Tokenizer(["<|end|>", "a", "Ġ", "Ġa", "Ċ"], ["Ġ a"], token_types=[3, 1, 1, 1, 1])
+        >>> token_bytes(tok)
+        [None, b'a', b' ', b' a', b'\\n']
+    """
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(expected("tokenizer", "a jaxcore.lm.Tokenizer", type(tokenizer).__name__, raw=True))
+    tk = tokenizer._tk  # noqa: SLF001 - the same substrate: the rebuilt `tokenizers` object
+    added = tk.get_added_tokens_decoder()
+    table = _byte_decoder()
+    out: list[bytes | None] = [None] * tokenizer.vocab_size
+    for text, i in tk.get_vocab(with_added_tokens=True).items():
+        if i in added:
+            out[i] = None if added[i].special else text.encode("utf-8")
+        elif all(c in table for c in text):
+            out[i] = bytes(table[c] for c in text)
+    return out
+
+
+class _Prepared(NamedTuple):
+    """A vocabulary ready to walk: tokens with text sorted by length (longest first), each as indices
+    into the distinct code points ``uniq`` (``len(uniq)`` pads), and per position the count of tokens
+    still that long."""
+
+    vocab_size: int
+    ids: np.ndarray  # [n] int64 token ids with text
+    chars: np.ndarray  # [n, width] int32 indices into uniq
+    uniq: np.ndarray  # [u] uint32 code points
+    counts: np.ndarray  # [width] tokens longer than each position
+
+
+def _prepare(texts: list[str | None]) -> _Prepared:
+    lengths = np.array([0 if t is None else len(t) for t in texts], np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    n = int(np.count_nonzero(lengths))
+    ids, ls = order[:n], lengths[order[:n]]
+    joined = "".join(texts[i] for i in ids)
+    codes = np.frombuffer(joined.encode("utf-32-le"), np.uint32) if joined else np.zeros(0, np.uint32)
+    uniq, inv = np.unique(codes, return_inverse=True)
+    width = int(ls[0]) if n else 0
+    chars = np.full((n, width), len(uniq), np.int32)
+    starts = np.cumsum(ls) - ls
+    chars[np.repeat(np.arange(n), ls), np.arange(codes.size) - np.repeat(starts, ls)] = inv.ravel()
+    counts = np.searchsorted(-ls, -np.arange(width), side="left")  # ls descending: tokens longer than pos
+    return _Prepared(len(texts), ids, chars, uniq, counts)
+
+
+_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Tokenizer -> _Prepared (built once)
+
+
+def _vocabulary(vocabulary) -> tuple[_Prepared, int | None]:
+    """The prepared vocabulary (tokens never allowed by a pattern have no text) and the tokenizer's EOS id."""
+    if isinstance(vocabulary, Tokenizer):
+        prepared = _PREPARED.get(vocabulary)
+        if prepared is None:
+            prepared = _PREPARED[vocabulary] = _prepare(_texts_of(token_bytes(vocabulary)))
+        return prepared, vocabulary.eos_token_id
+    if isinstance(vocabulary, Sequence) and not isinstance(vocabulary, (str, bytes)):
+        raw = list(vocabulary)
+        bad = next((i for i, t in enumerate(raw) if not isinstance(t, (str, bytes, type(None)))), None)
+        if bad is not None:
+            raise TypeError(expected(f"vocabulary[{bad}]", "a str, bytes or None", type(raw[bad]).__name__, raw=True))
+    else:
+        raise TypeError(expected("vocabulary", "a Tokenizer or a sequence of token texts (str, bytes or None)",
+                                 type(vocabulary).__name__, raw=True))
+    if not raw:
+        raise ValueError(expected("vocabulary", "at least one token", "an empty sequence", raw=True))
+    return _prepare(_texts_of(raw)), None
+
+
+def _texts_of(raw) -> list[str | None]:
+    texts: list[str | None] = []
+    for t in raw:
+        if isinstance(t, bytes):  # a token that is not whole UTF-8 characters on its own is never allowed
+            try:
+                t = t.decode("utf-8")
+            except UnicodeDecodeError:
+                t = None
+        texts.append(t if t else None)  # an empty token would loop in place: never allowed
+    return texts
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# regex -> character DFA -> token automaton
+
+
+def _char_dfa(pattern: str):
+    """``(table [S + 1, K + 2] int32, accepting [S] bool, initial, symbol_of)`` of the pattern's DFA.
+
+    Row ``S`` is the dead state; column ``K`` is "a character the pattern never mentions" (dead when
+    the pattern has no catch-all class), column ``K + 1`` the padding symbol (stays in place).
+    """
+    import interegular
+
+    if not isinstance(pattern, str):
+        raise TypeError(expected("pattern", "a str (a regular expression)", type(pattern).__name__, raw=True))
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(expected("pattern", "a valid regular expression", f"{pattern!r} ({exc})", raw=True)) from exc
+    try:
+        fsm = interegular.parse_pattern(pattern).to_fsm()
+    except Exception as exc:  # noqa: BLE001 - interegular raises its own classes for unsupported syntax
+        raise ValueError(expected("pattern", "a regular expression without backreferences or lookarounds",
+                                  f"{pattern!r} ({type(exc).__name__}: {exc})", raw=True)) from exc
+    states = sorted(fsm.states)
+    index = {s: i for i, s in enumerate(states)}
+    num = len(states)
+    mapping = fsm.alphabet._symbol_mapping  # noqa: SLF001 - interegular exposes no public iterator of pairs
+    keys = sorted({int(k) for k in mapping.values()})
+    col = {k: j for j, k in enumerate(keys)}
+    k_other, k_pad = len(keys), len(keys) + 1
+    table = np.full((num + 1, len(keys) + 2), num, np.int32)
+    table[:, k_pad] = np.arange(num + 1)
+    for s, trans in fsm.map.items():
+        for k, nxt in trans.items():
+            table[index[s], col[int(k)]] = index[nxt]
+    from interegular.fsm import anything_else
+
+    other = col[int(mapping[anything_else])] if anything_else in mapping else None
+    if other is not None:
+        table[:, k_other] = table[:, other]
+
+    def symbol_of(ch: str) -> int:
+        k = mapping.get(ch)
+        return k_other if k is None else col[int(k)]
+
+    accepting = np.zeros(num, bool)
+    accepting[[index[s] for s in fsm.finals]] = True
+    return table, accepting, index[fsm.initial], symbol_of, k_pad
+
+
+def _walk_tokens(table: np.ndarray, vocab: _Prepared, symbol_of, pad: int) -> np.ndarray:
+    """``[S, V]`` the character-DFA state after each token's text from each state (``S`` = dead).
+
+    The kernel: tokens sorted by length, one gather ``table[state, symbol]`` per character position
+    over all states and all tokens still that long (work ``S * total characters``).
+    """
+    num = table.shape[0] - 1
+    column = np.array([symbol_of(chr(c)) for c in vocab.uniq.tolist()] + [pad], np.int32)
+    cls = column[vocab.chars]  # [n, width] DFA symbols
+    n_live = vocab.ids.size
+    cur = np.broadcast_to(np.arange(num, dtype=np.int32)[:, None], (num, n_live)).copy()
+    for pos, n in enumerate(vocab.counts.tolist()):
+        cur[:, :n] = table[cur[:, :n], cls[:n, pos]]
+    out = np.full((num, vocab.vocab_size), num, np.int32)
+    out[:, vocab.ids] = cur
+    return out
+
+
+def _closure(edges_from: np.ndarray, edges_to: np.ndarray, seeds: np.ndarray, num: int) -> np.ndarray:
+    """States reachable from ``seeds`` along the edges (bool ``[num]``)."""
+    seen = np.zeros(num, bool)
+    seen[seeds] = True
+    frontier = seen.copy()
+    while frontier.any():
+        nxt = np.zeros(num, bool)
+        nxt[edges_to[frontier[edges_from]]] = True
+        frontier = nxt & ~seen
+        seen |= nxt
+    return seen
+
+
+class TokenFSM(eqx.Module):
+    """A token-level finite-state machine: which tokens may follow, state by state.
+
+    ``transitions[s, t]`` is the state after token ``t`` in state ``s``, or ``dead_state`` when ``t``
+    may not follow (its text leaves the pattern, or every continuation after it does). States
+    ``0 .. num_states - 3`` are the pattern's; ``dead_state = num_states - 2`` (every token dead) and
+    ``end_state = num_states - 1`` (after end-of-sequence: only ``eos_token_id`` again). The EOS
+    column leads to ``end_state`` from accepting states and is dead elsewhere, so a finished match
+    with no other continuation forces EOS.
+
+    Build it with :func:`compile_regex`; apply it with :class:`GrammarConstraint`.
+
+    Attributes:
+        transitions: ``[num_states, V]`` int32.
+        accepting: ``[num_states]`` bool (the pattern's accepting states and ``end_state``).
+        initial_state, dead_state, end_state, eos_token_id: static ints.
+        pattern: the regular expression (static).
+
+    Examples:
+        >>> fsm = compile_regex("ab|b", ["a", "b", "ab", "<eos>"], eos_token_id=3)
+        >>> fsm.num_states, fsm.vocab_size
+        (4, 4)
+        >>> fsm.allowed(fsm.initial_state).tolist()
+        [True, True, True, False]
+    """
+
+    transitions: Int[Array, "S V"]
+    accepting: Bool[Array, " S"]
+    initial_state: int = eqx.field(static=True)
+    dead_state: int = eqx.field(static=True)
+    end_state: int = eqx.field(static=True)
+    eos_token_id: int = eqx.field(static=True)
+    pattern: str = eqx.field(static=True)
+
+    @property
+    def num_states(self) -> int:
+        """States including the dead and the end state."""
+        return int(self.transitions.shape[0])
+
+    @property
+    def vocab_size(self) -> int:
+        """V, the number of token ids."""
+        return int(self.transitions.shape[1])
+
+    def allowed(self, state: int) -> Bool[Array, " V"]:
+        """``[V]`` bool: the tokens that may follow in ``state``."""
+        s = check_int(state, "state", minimum=0, maximum=self.num_states - 1)
+        return self.transitions[s] != self.dead_state
+
+    def accepts(self, tokens: Int[Array, "B N"], mask: Bool[Array, "B N"] | None = None) -> Bool[Array, " B"]:
+        """Whether each row of tokens (those where ``mask`` is True) is a complete match.
+
+        A row is complete when it ends in an accepting state or after end-of-sequence, having never
+        taken a dead transition. ``generate(...).tokens`` and ``.mask`` can be passed as they are.
+
+        Args:
+            tokens: ``[B, N]`` int token ids in ``[0, V)``.
+            mask: ``[B, N]`` bool, True at the tokens to walk (default all).
+
+        Returns:
+            ``[B]`` bool.
+
+        Raises:
+            ValueError: tokens not 2-d, ids out of range, a mask of another shape.
+        """
+        tok = np.asarray(tokens) if not isinstance(tokens, jax.core.Tracer) else tokens
+        if tok.ndim != 2:
+            raise ValueError(expected("tokens", "a [B, N] array of token ids", f"shape {tuple(tok.shape)}", raw=True))
+        if isinstance(tok, np.ndarray):
+            if tok.dtype.kind not in "iu":
+                raise ValueError(expected("tokens", "integer token ids", f"dtype {tok.dtype}", raw=True))
+            if tok.size and (tok.min() < 0 or tok.max() >= self.vocab_size):
+                raise ValueError(expected("tokens", f"ids in [0, {self.vocab_size})", tok))
+        m = jnp.ones(tok.shape, bool) if mask is None else jnp.asarray(mask, bool)
+        if m.shape != tok.shape:
+            raise ValueError(expected("mask", f"shape {tuple(tok.shape)}", f"shape {tuple(m.shape)}", raw=True))
+        return _accepts_jit(self, jnp.asarray(tok, jnp.int32), m)
+
+
+@jax.jit
+def _accepts_jit(fsm: TokenFSM, tokens, mask):
+    def step(s, xs):
+        t, m = xs
+        return jnp.where(m, fsm.transitions[s, t], s), None
+
+    s0 = jnp.full(tokens.shape[:1], fsm.initial_state, jnp.int32)
+    s, _ = jax.lax.scan(step, s0, (tokens.T, mask.T))
+    return fsm.accepting[s] & (s != fsm.dead_state)
+
+
+def compile_regex(pattern: str, vocabulary, *, eos_token_id: int | None = None) -> TokenFSM:
+    """Compile a regular expression into a :class:`TokenFSM` over a vocabulary.
+
+    A generated text ``x = tok_1 ... tok_n EOS`` is allowed iff ``re.fullmatch(pattern, x)``: the
+    pattern becomes a character DFA ``delta`` (``interegular``); token ``t`` moves state ``s`` to
+    ``delta*(s, text(t))``; states from which no token sequence reaches an accepting state, and states
+    not reachable from the start, are removed (so a constrained sampler never gets stuck); EOS is
+    allowed exactly in accepting states. Tokens whose bytes are not whole UTF-8 characters (byte
+    fallback pieces of a multi-byte character), empty tokens and special tokens are never allowed.
+
+    Args:
+        pattern: a Python regular expression (the subset ``interegular`` parses: no backreferences,
+            no lookarounds), matched against the whole generated text.
+        vocabulary: a :class:`Tokenizer` (token texts from :func:`token_bytes`, the leading-space
+            marker decoded), or a sequence of token texts (``str``, UTF-8 ``bytes``, ``None`` for a
+            token never allowed), one per id.
+        eos_token_id: the end-of-sequence id (default: the tokenizer's; required with a sequence).
+
+    Returns:
+        A :class:`TokenFSM` (arrays on the default device).
+
+    Raises:
+        TypeError: a pattern that is not a str, a bad vocabulary.
+        ValueError: an invalid or unsupported pattern; a pattern that no token sequence of the
+            vocabulary can match (no token can start it, or none can finish it); a missing or
+            out-of-range ``eos_token_id``.
+
+    References:
+        Willard and Louf, "Efficient Guided Generation for Large Language Models", arXiv:2307.09702,
+        2023 (the token-level index of a regular expression's automaton).
+
+    Examples:
+        >>> fsm = compile_regex(r"-?[0-9]+", ["-", "1", "2", "12", "x", "</s>"], eos_token_id=5)
+        >>> [i for i in range(6) if fsm.allowed(fsm.initial_state)[i]]
+        [0, 1, 2, 3]
+        >>> bool(fsm.accepts([[0, 3, 5]])[0]), bool(fsm.accepts([[0, 5]])[0])
+        (True, False)
+    """
+    vocab, tok_eos = _vocabulary(vocabulary)
+    v = vocab.vocab_size
+    eos = tok_eos if eos_token_id is None else eos_token_id
+    if eos is None:
+        raise ValueError(expected("eos_token_id", f"an int in [0, {v}) (the vocabulary has no EOS of its own)", None))
+    eos = check_int(eos, "eos_token_id", minimum=0, maximum=v - 1)
+    table, accepting, initial, symbol_of, pad = _char_dfa(pattern)
+    num = table.shape[0] - 1
+    walked = _walk_tokens(table, vocab, symbol_of, pad)  # [num, V], num = dead
+    walked[:, eos] = num  # EOS is no text: its column is set below
+    # prune: states reachable from the start whose continuations can reach acceptance
+    adj = np.zeros((num + 1, num + 1), bool)
+    adj[np.repeat(np.arange(num), v), walked.ravel()] = True
+    adj[:, num] = False
+    e_from, e_to = np.nonzero(adj)
+    reach = _closure(e_from, e_to, np.array([initial]), num + 1)[:num]
+    live = _closure(e_to, e_from, np.flatnonzero(accepting), num + 1)[:num]
+    keep = reach & live
+    if not keep[initial]:
+        raise ValueError(expected("pattern", "a pattern that some sequence of the vocabulary's tokens matches",
+                                  f"{pattern!r} (no token sequence from the start reaches a match)", raw=True))
+    kept = np.flatnonzero(keep)
+    n = kept.size
+    dead, end = n, n + 1
+    remap = np.full(num + 1, dead, np.int32)
+    remap[kept] = np.arange(n, dtype=np.int32)
+    trans = np.full((n + 2, v), dead, np.int32)
+    trans[:n] = remap[walked[kept]]
+    acc = np.zeros(n + 2, bool)
+    acc[:n] = accepting[kept]
+    acc[end] = True
+    trans[:n, eos] = np.where(acc[:n], end, dead)
+    trans[end, eos] = end
+    trans, acc, start = _minimize(trans, acc, int(remap[initial]))
+    n = trans.shape[0]
+    return TokenFSM(jnp.asarray(trans), jnp.asarray(acc), start, n - 2, n - 1, eos, pattern)
+
+
+def _minimize(trans: np.ndarray, acc: np.ndarray, initial: int):
+    """Merge equivalent states (Moore's partition refinement on the token table).
+
+    The last two rows of ``trans`` are the dead and the end state; they stay last (a pattern state
+    whose only continuation is EOS is equivalent to the end state and merges into it).
+    """
+    n = trans.shape[0]
+    dead, end = n - 2, n - 1
+    cls = acc.astype(np.int64) + 2 * (np.arange(n) == dead)
+    _, cls = np.unique(cls, return_inverse=True)
+    # a row's signature hashed to 64 bits (random odd weights, wrapping arithmetic), checked exactly after
+    weights = np.random.default_rng(0).integers(1, 2**63, size=trans.shape[1], dtype=np.uint64) | np.uint64(1)
+    while True:
+        with np.errstate(over="ignore"):
+            h = ((cls[trans].astype(np.uint64) + np.uint64(1)) * weights).sum(axis=1, dtype=np.uint64)
+        _, new = np.unique(np.stack([cls.astype(np.uint64), h], 1), axis=0, return_inverse=True)
+        new = new.ravel()
+        if new.max() == cls.max():
+            break
+        cls = new
+    first = np.zeros(int(cls.max()) + 1, np.int64)
+    first[cls[::-1]] = np.arange(n)[::-1]
+    if not np.array_equal(cls[trans], cls[trans[first[cls]]]):  # a hash collision merged two classes
+        _, cls = np.unique(np.concatenate([cls[:, None], cls[trans]], axis=1), axis=0, return_inverse=True)
+        cls = cls.ravel()
+        while True:
+            _, new = np.unique(np.concatenate([cls[:, None], cls[trans]], axis=1), axis=0, return_inverse=True)
+            new = new.ravel()
+            if new.max() == cls.max():
+                break
+            cls = new
+    num = int(cls.max()) + 1
+    # renumber: the pattern's classes in order of first appearance, then dead's, then end's
+    d, e = cls[dead], cls[end]
+    others = [c for c in dict.fromkeys(cls.tolist()) if c not in (d, e)]
+    order = np.empty(num, np.int64)
+    order[others] = np.arange(len(others))
+    order[d], order[e] = num - 2, num - 1
+    rep = np.zeros(num, np.int64)
+    rep[order[cls[::-1]]] = np.arange(n)[::-1]  # the first state of each class
+    out = order[cls[trans[rep]]].astype(np.int32)
+    return out, acc[rep], int(order[cls[initial]])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the processor
+
+
+class GrammarState(NamedTuple):
+    """The state of :class:`GrammarConstraint`.
+
+    Attributes:
+        state: ``[B]`` int32, each row's :class:`TokenFSM` state before the token being drawn.
+        started: bool scalar, True once a token has been drawn (the first call sees the prompt's
+            last token in ``context``, which the grammar does not read).
+    """
+
+    state: Int[Array, " B"]
+    started: Bool[Array, ""]
+
+
+class GrammarConstraint(LogitsProcessor):
+    """A logits processor that masks every token the grammar does not allow next (logit ``-inf``).
+
+    Each call advances each row's state by the token drawn last (``context[:, -1]``; not on the
+    first call, which sees the prompt), then keeps the logits of tokens with a live transition:
+    ``z'_t = z_t`` if ``transitions[s, t] != dead`` else ``-inf``. Usable alone as
+    ``generate(..., processor=GrammarConstraint(fsm), eos_token_id=fsm.eos_token_id)`` or first in a
+    :func:`~jaxcore.lm.chain`. Pass the same ``eos_token_id`` to :func:`~jaxcore.lm.generate` so that
+    rows stop at the end of the match.
+
+    Args:
+        fsm: a :class:`TokenFSM` whose vocabulary is the model's (``fsm.vocab_size == V``).
+        check_state: if True (default False), refuse at run time (``eqx.error_if``) a row that has
+            reached the dead state (a token the grammar forbids was fed back, e.g. by a processor
+            before this one that changed the draw); off, such a row's logits are all ``-inf`` and
+            :func:`~jaxcore.lm.generate`'s ``check_logits`` reports the step.
+
+    Raises:
+        TypeError: ``fsm`` is not a :class:`TokenFSM`.
+        ValueError: (when called) logits whose last axis is not ``fsm.vocab_size``.
+
+    References:
+        Willard and Louf, "Efficient Guided Generation for Large Language Models", arXiv:2307.09702, 2023.
+
+    Examples:
+        >>> import re, jax, jax.numpy as jnp
+        >>> from jaxcore import lm
+        >>> vocab = ["a", "b", "@", "[", "]", "x", "1", "<eos>"]
+        >>> fsm = compile_regex(r"@x\\[[0-9]{1,2}\\]", vocab, eos_token_id=7)
+        >>> model = lm.random_llama(jax.random.key(0), lm.LlamaConfig.tiny(vocab_size=8))
+        >>> out = lm.generate(jax.random.key(1), model, jnp.array([[0, 1], [1, 5]]), max_new_tokens=8,
+        ...                   processor=GrammarConstraint(fsm), eos_token_id=7)
+        >>> texts = ["".join(vocab[t] for t in row[m].tolist()) for row, m in zip(out.tokens, out.mask)]
+        >>> [re.fullmatch(r"@x\\[1{1,2}\\]<eos>", t) is not None for t in texts]
+        [True, True]
+        >>> fsm.accepts(out.tokens, out.mask).tolist()
+        [True, True]
+    """
+
+    fsm: TokenFSM
+    check_state: bool = eqx.field(static=True)
+
+    def __init__(self, fsm: TokenFSM, *, check_state: bool = False):
+        if not isinstance(fsm, TokenFSM):
+            raise TypeError(expected("fsm", "a TokenFSM (compile_regex(...))", type(fsm).__name__, raw=True))
+        self.fsm = fsm
+        self.check_state = check_bool(check_state, "check_state")
+
+    def init(self, batch_size: int) -> GrammarState:
+        """Every row in the start state, nothing drawn yet."""
+        b = check_int(batch_size, "batch_size", minimum=1)
+        return GrammarState(jnp.full((b,), self.fsm.initial_state, jnp.int32), jnp.zeros((), bool))
+
+    def __call__(self, state: GrammarState, logits: Float[Array, "B V"], context: Int[Array, "B W"]):
+        fsm = self.fsm
+        if logits.shape[-1] != fsm.vocab_size:
+            raise ValueError(expected("logits", f"{fsm.vocab_size} token columns (the grammar's vocabulary)",
+                                      f"shape {tuple(logits.shape)}", raw=True))
+        s = state.state
+        last = context[:, -1]
+        moved = fsm.transitions[s, jnp.where(last >= 0, last, 0)]
+        moved = jnp.where(s == fsm.end_state, fsm.end_state, moved)  # after EOS the row is finished
+        s = jnp.where(state.started, moved, s)
+        if self.check_state:
+            s = eqx.error_if(s, s == fsm.dead_state,
+                             expected("context", "tokens the grammar allows", "a forbidden token", raw=True))
+        row = jnp.take(fsm.transitions, s, axis=0)  # [B, V]
+        out = jnp.where(row != fsm.dead_state, logits, -jnp.inf)
+        return out, GrammarState(s, jnp.ones((), bool))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# small grammars as regular expressions
+
+_INTEGER = r"-?(0|[1-9][0-9]*)"
+_NUMBER = _INTEGER + r"(\.[0-9]+)?([eE][+-]?[0-9]+)?"
+_DECIMAL = _INTEGER + r"(\.[0-9]+)?"
+_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+
+
+def number_regex(kind: Literal["integer", "decimal", "number"] = "number") -> str:
+    """A regular expression of a JSON-style number.
+
+    ``"integer"``: ``-?(0|[1-9][0-9]*)``; ``"decimal"``: an integer with an optional fraction
+    ``.[0-9]+``; ``"number"``: a decimal with an optional exponent ``[eE][+-]?[0-9]+`` (JSON's number).
+
+    Args:
+        kind: ``"integer"``, ``"decimal"`` or ``"number"``.
+
+    Returns:
+        The pattern (str).
+
+    Raises:
+        ValueError: another kind.
+
+    Examples:
+        >>> import re
+        >>> [bool(re.fullmatch(number_regex("decimal"), s)) for s in ["-0.5", "01", "3.", "42"]]
+        [True, False, False, True]
+    """
+    check_choice(kind, "kind", ("integer", "decimal", "number"))
+    return {"integer": _INTEGER, "decimal": _DECIMAL, "number": _NUMBER}[kind]
+
+
+def answer_regex(names: Sequence[str], value: str | Sequence[str] | None = None, *,
+                 separator: str = r"(, |\n| )") -> str:
+    """The closed-form answer format of InfiAgent-DABench: ``@name1[value1]<sep>@name2[value2]...``.
+
+    Names appear literally, in the given order; each value matches ``value`` (default
+    ``[^\\]\\n]+``: one or more characters other than ``]`` and a newline, so that the official
+    parser ``@(\\w+)\\[(.*?)\\]`` reads each value back whole).
+
+    Args:
+        names: the answer names (non-empty ``\\w+`` strings), at least one.
+        value: a pattern for every value, or one per name (e.g. ``number_regex("decimal")``).
+        separator: the pattern between two answers.
+
+    Returns:
+        The pattern (str).
+
+    Raises:
+        TypeError: names or values that are not str. ValueError: no names, a name that is not
+            ``\\w+``, a value count unlike the name count, an invalid value or separator pattern.
+
+    References:
+        Hu et al., "InfiAgent-DABench: Evaluating Agents on Data Analysis Tasks", ICML 2024.
+
+    Examples:
+        >>> import re
+        >>> p = answer_regex(["mean_fare", "count"], [number_regex("decimal"), number_regex("integer")])
+        >>> bool(re.fullmatch(p, "@mean_fare[34.65], @count[891]")), bool(re.fullmatch(p, "@count[891]"))
+        (True, False)
+    """
+    if isinstance(names, str) or not isinstance(names, Sequence) or not all(isinstance(n, str) for n in names):
+        raise TypeError(expected("names", "a sequence of str", type(names).__name__, raw=True))
+    if not names:
+        raise ValueError(expected("names", "at least one answer name", "an empty sequence", raw=True))
+    bad = next((n for n in names if not re.fullmatch(r"\w+", n)), None)
+    if bad is not None:
+        raise ValueError(expected("names", r"names matching \w+", bad))
+    if value is None:
+        values = [r"[^\]\n]+"] * len(names)
+    elif isinstance(value, str):
+        values = [value] * len(names)
+    elif isinstance(value, Sequence) and all(isinstance(x, str) for x in value):
+        values = list(value)
+        if len(values) != len(names):
+            raise ValueError(expected("value", f"one pattern per name ({len(names)})", f"{len(values)} patterns",
+                                      raw=True))
+    else:
+        raise TypeError(expected("value", "a str pattern or a sequence of them", type(value).__name__, raw=True))
+    if not isinstance(separator, str):
+        raise TypeError(expected("separator", "a str pattern", type(separator).__name__, raw=True))
+    for what, p in [("value", x) for x in values] + [("separator", separator)]:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            raise ValueError(expected(what, "a valid regular expression", f"{p!r} ({exc})", raw=True)) from exc
+    parts = [rf"@{re.escape(n)}\[({v})\]" for n, v in zip(names, values)]
+    return f"({separator})".join(parts)
+
+
+_JSON_TYPES = {"string": _STRING, "integer": _INTEGER, "number": _NUMBER, "boolean": r"(true|false)", "null": "null"}
+
+
+def json_regex(schema: Mapping, *, whitespace: bool = True) -> str:
+    """A regular expression of a JSON object with a fixed flat schema (keys in order, all present).
+
+    ``schema`` maps each key to a type (``"string"``, ``"integer"``, ``"number"``, ``"boolean"``,
+    ``"null"``, or a list of allowed string values, an enum); a JSON Schema object
+    ``{"type": "object", "properties": {key: {"type": ...} or {"enum": [...]}}}`` is read the same
+    way. Strings follow JSON's escapes; with ``whitespace`` a single optional space may follow
+    ``{``, ``:`` and ``,`` and precede ``}``.
+
+    Args:
+        schema: the flat schema (at least one key; keys are str).
+        whitespace: allow the optional single spaces.
+
+    Returns:
+        The pattern (str); every match is valid JSON that ``json.loads`` reads into a dict with
+        exactly these keys, in order.
+
+    Raises:
+        TypeError: a schema that is not a mapping, a non-str key. ValueError: no keys, an unknown
+            type, nested objects or arrays, an empty enum.
+
+    Examples:
+        >>> import re
+        >>> p = json_regex({"name": "string", "age": "integer", "ok": "boolean"})
+        >>> bool(re.fullmatch(p, '{"name": "Ann", "age": 41, "ok": true}'))
+        True
+        >>> bool(re.fullmatch(p, '{"age": 41, "name": "Ann", "ok": true}'))
+        False
+    """
+    if not isinstance(schema, Mapping):
+        raise TypeError(expected("schema", "a mapping of keys to types", type(schema).__name__, raw=True))
+    props = schema
+    if schema.get("type") == "object" and isinstance(schema.get("properties"), Mapping):
+        props = schema["properties"]
+    if not props:
+        raise ValueError(expected("schema", "at least one key", schema))
+    check_bool(whitespace, "whitespace")
+    sp = "[ ]?" if whitespace else ""
+    fields = []
+    for key, typ in props.items():
+        if not isinstance(key, str):
+            raise TypeError(expected("schema", "str keys", type(key).__name__, raw=True))
+        if isinstance(typ, Mapping):
+            typ = typ.get("enum", typ.get("type"))
+        if isinstance(typ, (list, tuple)):
+            if not typ or not all(isinstance(x, str) for x in typ):
+                raise ValueError(expected(f"schema[{key!r}]", "a non-empty enum of str", typ))
+            body = "(" + "|".join(re.escape(_json_string(x)) for x in typ) + ")"
+        elif isinstance(typ, str) and typ in _JSON_TYPES:
+            body = _JSON_TYPES[typ]
+        else:
+            raise ValueError(expected(f"schema[{key!r}]", f"one of {sorted(_JSON_TYPES)} or an enum list", typ))
+        fields.append(re.escape(_json_string(key)) + sp + ":" + sp + "(" + body + ")")
+    return r"\{" + sp + ("," + sp).join(fields) + sp + r"\}"
+
+
+def _json_string(s: str) -> str:
+    import json
+
+    return json.dumps(s, ensure_ascii=True)

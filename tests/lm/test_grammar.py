@@ -1,0 +1,233 @@
+"""Grammar-constrained decoding: the token automaton against brute force, samples against ``re.fullmatch``."""
+
+import itertools
+import json
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxcore import lm
+
+# a toy vocabulary: single characters, merges, an empty token and a text-less one (never allowed), then EOS
+TOY = ["a", "b", "c", "ab", "bc", "abc", "ca", "1", "2", "12", "-", ".", "@", "[", "]", "x", " ", "", None, "<eos>"]
+EOS = len(TOY) - 1
+TOY_MODEL = lm.random_llama(jax.random.key(0), lm.LlamaConfig.tiny(vocab_size=len(TOY)))
+PROMPTS = np.array([[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]], np.int32)
+
+
+def _text(ids):
+    return "".join(TOY[i] for i in ids if i != EOS)
+
+
+def _walk(fsm, ids):
+    s = fsm.initial_state
+    for t in ids:
+        s = int(fsm.transitions[s, t])
+    return s
+
+
+# ------------------------------------------------------------------------------------------------ the table
+
+
+BOUNDED = [r"a(b|cd)?c", r"[ab]{1,3}", r"(ab|c)+", r"-?[12]{1,2}(\.[12])?", r"(@|x)[ab]?\]", r"abc|ca"]
+
+
+@pytest.mark.parametrize("pattern", BOUNDED)
+def test_transition_table_equals_brute_force(pattern):
+    # oracle: token t may follow prefix p iff some continuation q of at most 3 tokens makes
+    # text(p t q) a full match (every pattern here finishes within 3 more tokens from any live prefix);
+    # EOS may follow iff text(p) is itself a full match
+    fsm = lm.compile_regex(pattern, TOY, eos_token_id=EOS)
+    trans = np.asarray(fsm.transitions)
+    words = [i for i, t in enumerate(TOY) if t and i != EOS]  # tokens with text
+
+    def completable(text, depth):
+        if re.fullmatch(pattern, text):
+            return True
+        return depth > 0 and any(completable(text + TOY[q], depth - 1) for q in words)
+
+    rng = np.random.default_rng(len(pattern))
+    prefixes = [()] + [(t,) for t in words] + [tuple(rng.choice(words, 2)) for _ in range(20)]
+    for p in prefixes:
+        text = _text(p)
+        s = _walk(fsm, p)
+        live = completable(text, 3)
+        assert (s != fsm.dead_state) == live, (p, text)
+        if not live:
+            continue
+        for t in range(len(TOY)):
+            if t == EOS:
+                want = re.fullmatch(pattern, text) is not None
+            elif not TOY[t]:
+                want = False
+            else:
+                want = completable(text + TOY[t], 3)
+            assert (trans[s, t] != fsm.dead_state) == want, (p, text, TOY[t])
+
+
+def test_minimal_states_dead_end_and_forced_eos():
+    fsm = lm.compile_regex(r"ab|b", ["a", "b", "ab", "<eos>"], eos_token_id=3)
+    # start, after "a", dead, end ("ab" / "b" complete: only EOS, the same state as after EOS)
+    assert fsm.num_states == 4 and (fsm.dead_state, fsm.end_state) == (2, 3)
+    assert np.asarray(fsm.transitions).tolist() == [[1, 3, 3, 2], [2, 3, 2, 2], [2, 2, 2, 2], [2, 2, 2, 3]]
+    assert np.asarray(fsm.accepting).tolist() == [False, False, False, True]
+    assert fsm.accepts([[0, 1, 3], [2, 3, 3], [1, 1, 3]], [[1, 1, 1], [1, 1, 0], [1, 1, 1]]).tolist() == [
+        True, True, False]
+
+
+def test_bytes_vocabulary_and_the_tokenizer_spelling():
+    # raw bytes: a lone UTF-8 continuation byte is never allowed; the byte-level "Ġ" is a space
+    fsm = lm.compile_regex("é ?a", [b"\xc3", b"\xa9", "é".encode(), b" a", b"a", b"</s>"], eos_token_id=5)
+    assert np.flatnonzero(np.asarray(fsm.allowed(fsm.initial_state))).tolist() == [2]
+    tok = lm.Tokenizer(["<|end|>", "a", "Ġ", "Ġa", "Ċ", "Ã", "©", "Ã©"], ["Ġ a", "Ã ©"],
+                       token_types=[3, 1, 1, 1, 1, 1, 1, 1], eos_token_id=0)
+    assert lm.token_bytes(tok) == [None, b"a", b" ", b" a", b"\n", b"\xc3", b"\xa9", "é".encode()]
+    fsm = lm.compile_regex(r"a( a)*\né", tok)
+    assert fsm.eos_token_id == 0
+    assert fsm.accepts([[1, 3, 1 + 1, 1, 4, 7, 0]]).tolist() == [True]  # "a a a\né" with " a" as " " + "a"
+
+
+# ------------------------------------------------------------------------------------------------ sampling
+
+
+CONSTRAINED = [lm.answer_regex(["x"], lm.number_regex("decimal")), r"(ab|c)+ [12]{1,3}"]
+
+
+@settings(max_examples=4)
+@given(pattern=st.sampled_from(CONSTRAINED), seed=st.integers(0, 2**31 - 1), t=st.sampled_from([1.0, 3.0]))
+def test_every_constrained_sample_matches(pattern, seed, t):
+    fsm = lm.compile_regex(pattern, TOY, eos_token_id=EOS)
+    out = lm.generate(jax.random.key(seed), TOY_MODEL, PROMPTS, max_new_tokens=12, temperature=t,
+                      processor=lm.GrammarConstraint(fsm), eos_token_id=EOS)
+    tokens, mask = np.asarray(out.tokens), np.asarray(out.mask)
+    done = np.asarray(fsm.accepts(tokens, mask))
+    for row, m, ok in zip(tokens, mask, done):
+        ids = row[m].tolist()
+        if ids[-1] == EOS:  # finished: the whole text matches
+            assert ok and re.fullmatch(pattern, _text(ids)), _text(ids)
+        else:  # cut by max_new_tokens: a live prefix
+            assert _walk(fsm, ids) != fsm.dead_state
+    assert np.all(np.isfinite(np.asarray(out.logprobs)))
+
+
+def test_allow_everything_is_unconstrained_sampling():
+    vocab = TOY[:17] + ["z", "y", "<eos>"]  # every token has text
+    fsm = lm.compile_regex(r"[\s\S]*", vocab, eos_token_id=EOS)
+    assert bool(fsm.allowed(fsm.initial_state).all())
+    key = jax.random.key(7)
+    kw = dict(max_new_tokens=10, eos_token_id=EOS, top_k=8)
+    free = lm.generate(key, TOY_MODEL, PROMPTS, **kw)
+    held = lm.generate(key, TOY_MODEL, PROMPTS, processor=lm.chain(lm.GrammarConstraint(fsm)), **kw)
+    np.testing.assert_array_equal(held.tokens, free.tokens)
+    np.testing.assert_array_equal(held.mask, free.mask)
+    np.testing.assert_array_equal(held.logprobs, free.logprobs)
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+@settings(max_examples=25)
+@given(name=st.text("abc_", min_size=1, max_size=5), n=st.integers(0, 99999), flag=st.booleans(),
+       s=st.text(st.characters(codec="utf-8"), max_size=6), x=st.floats(allow_nan=False, allow_infinity=False))
+def test_json_regex_matches_json_dumps(name, n, flag, s, x):
+    pattern = lm.json_regex({"name": "string", "n": "integer", "x": "number", "ok": "boolean", "k": ["u", "v"]})
+    doc = {"name": s, "n": -n, "x": x, "ok": flag, "k": "v"}
+    for text in (json.dumps(doc), json.dumps(doc, separators=(",", ":")), json.dumps(doc, ensure_ascii=False)):
+        assert re.fullmatch(pattern, text), text
+    assert not re.fullmatch(pattern, json.dumps({**doc, "n": x + 0.5}))
+    answers = lm.answer_regex([name, "b"], [lm.number_regex("integer"), r"[^\]\n]+"])
+    text = f"@{name}[{-n}], @b[{s or 'v'}]"
+    got = re.findall(r"@(\w+)\[(.*?)\]", text)  # the official parser reads the values back
+    assert bool(re.fullmatch(answers, text)) == ("]" not in s and "\n" not in s)
+    if "]" not in s and "\n" not in s:
+        assert got == [(name, str(-n)), ("b", s or "v")]
+
+
+@pytest.mark.parametrize("kind,good,bad", [
+    ("integer", ["0", "-7", "120"], ["01", "1.5", "-", ""]),
+    ("decimal", ["0.25", "-3", "10.0"], ["1.", ".5", "1e3"]),
+    ("number", ["1e3", "-0.5E-2", "7"], ["1e", "+1", "0x1"]),
+])
+def test_number_regex(kind, good, bad):
+    p = lm.number_regex(kind)
+    assert all(re.fullmatch(p, g) for g in good) and not any(re.fullmatch(p, b) for b in bad)
+
+
+# ------------------------------------------------------------------------------------------------ refusals
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: lm.compile_regex("(a", TOY, eos_token_id=EOS), ValueError, r"^pattern: expected a valid regular"),
+    (lambda: lm.compile_regex(r"(a)\1", TOY, eos_token_id=EOS), ValueError, r"^pattern: expected a regular expr"),
+    (lambda: lm.compile_regex("é+", TOY, eos_token_id=EOS), ValueError, r"^pattern: expected a pattern that some"),
+    (lambda: lm.compile_regex("a{2}q", TOY, eos_token_id=EOS), ValueError, r"^pattern: expected a pattern that"),
+    (lambda: lm.compile_regex(3, TOY, eos_token_id=EOS), TypeError, r"^pattern: expected a str"),
+    (lambda: lm.compile_regex("a", TOY), ValueError, r"^eos_token_id: expected an int in \[0, 20\)"),
+    (lambda: lm.compile_regex("a", TOY, eos_token_id=20), ValueError, r"^eos_token_id: expected an int in"),
+    (lambda: lm.compile_regex("a", "abc", eos_token_id=0), TypeError, r"^vocabulary: expected a Tokenizer"),
+    (lambda: lm.compile_regex("a", ["a", 3], eos_token_id=0), TypeError, r"^vocabulary\[1\]: expected a str"),
+    (lambda: lm.compile_regex("a", [], eos_token_id=0), ValueError, r"^vocabulary: expected at least one"),
+    (lambda: lm.GrammarConstraint("a"), TypeError, r"^fsm: expected a TokenFSM"),
+    (lambda: lm.token_bytes(TOY), TypeError, r"^tokenizer: expected a jaxcore.lm.Tokenizer"),
+    (lambda: lm.answer_regex([]), ValueError, r"^names: expected at least one"),
+    (lambda: lm.answer_regex(["a b"]), ValueError, r"^names: expected names matching"),
+    (lambda: lm.answer_regex(["a", "b"], ["x"]), ValueError, r"^value: expected one pattern per name \(2\)"),
+    (lambda: lm.answer_regex(["a"], "(x"), ValueError, r"^value: expected a valid regular"),
+    (lambda: lm.json_regex({"a": "object"}), ValueError, r"^schema\['a'\]: expected one of"),
+    (lambda: lm.json_regex([]), TypeError, r"^schema: expected a mapping"),
+    (lambda: lm.json_regex({}), ValueError, r"^schema: expected at least one key"),
+    (lambda: lm.number_regex("float"), ValueError, r"^kind: expected"),
+])
+def test_refusals(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_mismatched_vocabulary_is_refused():
+    fsm = lm.compile_regex("ab", ["a", "b", "<eos>"], eos_token_id=2)  # 3 tokens; the model has 20
+    with pytest.raises(ValueError, match=r"^logits: expected 3 token columns"):
+        lm.generate(jax.random.key(0), TOY_MODEL, PROMPTS, max_new_tokens=2, processor=lm.GrammarConstraint(fsm))
+    with pytest.raises(ValueError, match=r"^tokens: expected ids in \[0, 3\)"):
+        fsm.accepts([[0, 5]])
+
+
+# ------------------------------------------------------------------------------------------------ the real tokenizer
+
+
+@pytest.fixture(scope="module")
+def smollm2_tokenizer():
+    from jaxcore.datasets import smollm2_gguf
+
+    return lm.Tokenizer.from_gguf(smollm2_gguf())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pattern", [
+    lm.answer_regex(["mean_fare", "count"], [lm.number_regex("decimal"), lm.number_regex("integer")]),
+    lm.json_regex({"name": "string", "age": "integer", "ok": "boolean"}),
+    r" ?(yes|no)\.",
+    r"The answer is [0-9]{1,3}",
+])
+def test_real_tokenizer_samples_match(smollm2_tokenizer, pattern):
+    tok = smollm2_tokenizer
+    fsm = lm.compile_regex(pattern, tok)
+    model = lm.random_llama(jax.random.key(1), lm.LlamaConfig.tiny(vocab_size=tok.vocab_size))
+    prompt, mask = tok.encode_batch(["Answer:", "The result", "{", "Say it"])
+    for seed in range(3):
+        out = lm.generate(jax.random.key(seed), model, prompt, mask, max_new_tokens=40,
+                          processor=lm.GrammarConstraint(fsm), eos_token_id=tok.eos_token_id)
+        done = np.asarray(fsm.accepts(out.tokens, out.mask))
+        for row, m, ok in zip(np.asarray(out.tokens), np.asarray(out.mask), done):
+            ids = row[m].tolist()
+            if ids[-1] == tok.eos_token_id:
+                text = tok.decode(ids[:-1])
+                assert ok and re.fullmatch(pattern, text), text
+                if pattern.startswith(r"\{"):
+                    assert list(json.loads(text)) == ["name", "age", "ok"]
+            else:
+                assert _walk(fsm, ids) != fsm.dead_state
