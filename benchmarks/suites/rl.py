@@ -461,6 +461,10 @@ def _sample_efficiency_verdict(cells):
     curves = _rl_curves(cells)
     if not curves:
         return "incomplete", "No horizon finished."
+    from scipy.stats import t as student_t
+
+    seeds = min(int(m.get("rl.sample_efficiency.seeds", 2)) for m in cells.values())
+    z = float(student_t.ppf(0.975, max(seeds - 1, 1)))  # 95% half-widths: t over seeds
     budgets = None
     rows, matched, online_fail, verdict_rows = [], {}, {}, []
     for H in sorted(curves):
@@ -470,15 +474,15 @@ def _sample_efficiency_verdict(cells):
             if key not in by:
                 continue
             c = by[key]
-            cellstr = [f"{c[b][0]:.3f} ± {1.96 * c[b][1]:.3f}" if b in c else "-" for b in budgets]
+            cellstr = [f"{c[b][0]:.3f} ± {z * c[b][1]:.3f}" if b in c else "-" for b in budgets]
             rows.append(f"| {H} | {label} | " + " | ".join(cellstr) + f" | {c[budgets[-1]][3]:.0f} |")
         bl = budgets[-1]
         if "foobar" in by and "reset-model" in by:
             f, r = by["foobar"][bl], by["reset-model"][bl]
-            diff, half = f[0] - r[0], 1.96 * math.hypot(f[1], r[1])
+            diff, half = f[0] - r[0], z * math.hypot(f[1], r[1])
             matched[H] = f[0] >= 0.9 and diff >= -0.05
             first = {key: next((b for b in budgets if by[key][b][0] >= 0.9), None) for key in ("foobar", "reset-model")}
-            verdict_rows.append(f"| {H} | {f[0]:.3f} ± {1.96 * f[1]:.3f} | {r[0]:.3f} ± {1.96 * r[1]:.3f} | "
+            verdict_rows.append(f"| {H} | {f[0]:.3f} ± {z * f[1]:.3f} | {r[0]:.3f} ± {z * r[1]:.3f} | "
                                 f"{diff:+.3f} ± {half:.3f} | {first['foobar'] or '> ' + str(bl)} | "
                                 f"{first['reset-model'] or '> ' + str(bl)} | "
                                 + (f"{by['online'][bl][0]:.3f}" if "online" in by else "-") + " |")
@@ -488,7 +492,7 @@ def _sample_efficiency_verdict(cells):
             "|---|---|" + "---|" * len(budgets) + "---|"]
     summary = ["| H | FOOBAR at b=%d | reset-model PSDP | difference (95%%) | FOOBAR: first b >= 0.9 | reset-model: "
                "first b >= 0.9 | online PSDP |" % budgets[-1], "|---|---|---|---|---|---|---|"]
-    text = "\n".join(summary + verdict_rows + ["", "Success rate (mean ± 1.96 s.e. over seeds) per budget b:", ""]
+    text = "\n".join(summary + verdict_rows + ["", f"Success rate (mean ± {z:.2f} s.e.: 95% t interval over {seeds} seeds) per budget b:", ""]
                      + head + rows)
     if not matched:
         return "incomplete", text + "\n\nNo horizon ran both FOOBAR and reset-model PSDP."
