@@ -386,7 +386,7 @@ def _ascent(loss_fn, params, model_state, batch, obf, check_labels=True):
 
 
 def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, axis_name, sync_perturbation,
-          check_labels=True):
+          check_labels=True, check_finite=False):
     b = _batch_size(batch)
     m = b // k
     model_state = state.model_state
@@ -404,7 +404,7 @@ def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, a
             if has_ms:
                 new_ms = jax.tree.map(lambda x: jax.lax.pmean(x, axis_name) if _is_inexact(x) else x, new_ms)
         updates, opt_state = optimizer.update(grads, state.opt_state, params)
-        new_params = optax.apply_updates(params, updates)
+        new_params = _checked_finite(optax.apply_updates(params, updates), loss, check_finite and axis_name is None)
         zero = jnp.zeros((), jnp.float32)
         info = StepInfo(loss, aux, loss, zero, zero)
         return StepResult(new_params, SAMState(state.count + 1, opt_state, new_ms if has_ms else model_state), info)
@@ -481,12 +481,26 @@ def _step(loss_fn, params, state, batch, key, optimizer, perturbation, obf, k, a
     new_ms = _reduce_state(new_ms, axis_name) if has_ms else model_state
 
     updates, opt_state = optimizer.update(d, state.opt_state, params)
-    new_params = optax.apply_updates(params, updates)
+    new_params = _checked_finite(optax.apply_updates(params, updates), loss + loss_p,
+                                 check_finite and axis_name is None)
     info = StepInfo(loss, aux, loss_p, ascent_norm, jnp.asarray(rho, jnp.float32))
     return StepResult(new_params, SAMState(state.count + 1, opt_state, new_ms), info)
 
 
 _step_jit = eqx.filter_jit(_step)
+
+
+def _checked_finite(new_params, loss, check):
+    """``new_params`` carrying a run-time check (``error_if``) that the step's loss was finite.
+
+    A NaN or inf in the parameters or the batch (or a loss that overflows) makes the loss non-finite;
+    the check turns the silent NaN update into an error naming both inputs.
+    """
+    if not check:
+        return new_params
+    return error_if(new_params, ~jnp.isfinite(loss), "params / batch",
+                    "finite values giving a finite loss (checked at run time), got a non-finite loss: NaN or inf "
+                    "in params or batch, or a loss that overflowed")
 
 
 def _checked_fields(module: Any) -> Any:
@@ -535,6 +549,7 @@ def step(
     axis_name: str | None = None,
     sync_perturbation: bool = False,
     check_labels: bool = True,
+    check_finite: bool = True,
 ) -> StepResult:
     """One SAM-family step: clean pass, perturbation, perturbed gradient, optax update.
 
@@ -576,6 +591,12 @@ def step(
             host callback, whose per-call dispatch cost (about 0.7 ms of a 2.9 ms step at width 256
             on a CPU) the step then does not pay. Out-of-range labels are then the caller's to
             refuse (an out-of-range index becomes an all-zero one-hot row, ``jax.nn.one_hot``'s rule).
+        check_finite: check at run time that the step's clean and perturbed losses are finite
+            (default ``True``): a NaN or inf in ``params`` or ``batch`` raises instead of silently
+            turning the parameters into NaN. The check is a host callback (the same per-call dispatch
+            cost as ``check_labels``); ``False`` skips it, for a caller that checks the returned
+            ``info.loss`` itself or runs :func:`train` (whose loss history shows a divergence). Not
+            checked under ``shard_map`` with ``axis_name``.
 
     Returns:
         :class:`StepResult` ``(params, state, info)``.
@@ -587,6 +608,8 @@ def step(
         ValueError: concrete OBF labels out of range (int labels outside ``[0, classes)``, or
             one-hot/soft rows not finite, negative or not summing to 1; the class count is the
             logits'), checked on the host before the compiled step.
+        EquinoxRuntimeError: with ``check_finite``, a non-finite loss (NaN/inf in ``params`` or
+            ``batch``), naming both.
         EquinoxRuntimeError: the same for traced labels (``step`` inside ``jax.jit``), checked at run
             time (not inside ``shard_map`` with ``axis_name``). The run-time check is a host callback,
             which makes JAX dispatch each call of the enclosing program through its Python path
@@ -619,11 +642,13 @@ def step(
                        axis_name, sync_perturbation)
     perturbation, perturbation_loss = _checked_fields(perturbation), _checked_fields(perturbation_loss)
     check_labels = check_bool(check_labels, "check_labels")
+    check_finite = check_bool(check_finite, "check_finite")
     # concrete OBF labels are checked here, so the compiled step holds no host callback
     host_checked = check_labels and perturbation_loss is not None and axis_name is None and (
         _host_checked_obf_labels(loss_fn, params, state.model_state, batch, perturbation_loss))
     return _step_jit(loss_fn, params, state, batch, key, optimizer, perturbation, perturbation_loss, k, axis_name,
-                     bool(sync_perturbation), check_labels=check_labels and not host_checked)
+                     bool(sync_perturbation), check_labels=check_labels and not host_checked,
+                     check_finite=check_finite)
 
 
 # ----------------------------------------------------------------------------- the ascent gradient

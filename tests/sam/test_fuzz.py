@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -197,6 +198,11 @@ def _check(name, arg, kind, dtype):
         m = _DIALECT.match(str(exc))
         assert m, f"{name}({arg}={kind}, {dtype}): not in the dialect: {exc}"
         assert not valid, f"{name}: valid input refused: {exc}"
+        return
+    except eqx.EquinoxRuntimeError as exc:  # a run-time check (sam.step's check_finite): its last line is the dialect
+        assert re.search(r"EquinoxRuntimeError: [\w\[\], /]+: expected ", str(exc)), \
+            f"{name}({arg}={kind}, {dtype}): not in the dialect: {exc}"
+        assert not valid, f"{name}: valid input refused at run time: {exc}"
         return
     leaves = [x for x in jax.tree.leaves(out) if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact)]
     if valid:

@@ -336,7 +336,7 @@ def test_check_labels_false_compiles_no_callback_and_changes_nothing_for_valid_l
 
     def run(check):
         return jax.jit(lambda b: sam.step(_loss, _W, sam.init(_W, opt), b, optimizer=opt, perturbation=sam.SAM(0.05),
-                                          perturbation_loss=obf, check_labels=check).params)
+                                          perturbation_loss=obf, check_labels=check, check_finite=False).params)
 
     texts = {c: run(c).lower(batch).compile().as_text() for c in (True, False)}
     assert "python_cpu_callback" in texts[True] and "python_cpu_callback" not in texts[False]
@@ -361,3 +361,26 @@ def test_perturbations_and_obf_refuse_nan_inputs():
             fn(logits.at[0, 1].set(jnp.nan), jnp.array([0, 0]))
     # traced values are not checked on the host: the jitted form still runs
     assert jax.jit(sam.sam_perturbation)(g, 0.5)["w"].shape == (2,)
+
+
+@pytest.mark.parametrize("where", ["params", "batch"])
+@pytest.mark.parametrize("perturbation", [None, sam.SAM(0.05)])
+def test_step_refuses_nan_params_or_batch_and_check_finite_false_compiles_no_callback(where, perturbation):
+    # issue 48 item 19: sam.step with a NaN in params or batch silently returned NaN parameters.
+    opt = optax.sgd(0.1)
+    w = _W.at[0, 0].set(jnp.nan) if where == "params" else _W
+    batch = dict(_BATCH, x=_BATCH["x"].at[1, 2].set(jnp.inf)) if where == "batch" else _BATCH
+    with pytest.raises(RUNTIME, match=r"params / batch: expected finite values giving a finite loss"):
+        jax.block_until_ready(sam.step(_loss, w, sam.init(w, opt), batch, optimizer=opt,
+                                       perturbation=perturbation).params)
+    # switched off: no host callback in the compiled step, and the same parameters on valid input
+    def run(check):
+        return jax.jit(lambda b: sam.step(_loss, _W, sam.init(_W, opt), b, optimizer=opt, perturbation=perturbation,
+                                          check_finite=check).params)
+
+    texts = {c: run(c).lower(_BATCH).compile().as_text() for c in (True, False)}
+    assert "python_cpu_callback" in texts[True] and "python_cpu_callback" not in texts[False]
+    np.testing.assert_array_equal(np.asarray(run(False)(_BATCH)), np.asarray(run(True)(_BATCH)))
+    unchecked = sam.step(_loss, w, sam.init(w, opt), batch, optimizer=opt, perturbation=perturbation,
+                         check_finite=False)
+    assert not np.isfinite(float(unchecked.info.loss))  # what the check turns into an error
