@@ -37,21 +37,26 @@ from .cina import (
     fit_cina,
     fit_cina_multi,
 )
+from .att import ATTBalancingResult, att_balancing
 from .data import EffectData, effect_data, resample_datasets, stack_datasets
 from .dual import BalancingResult, balancing_dual, balancing_objective
-from .estimators import ATEResult, aipw, balancing_ate, difference_in_means, ipw, propensity, weighted_ate
+from .estimators import (ATEResult, aipw, balancing_ate, difference_in_means, effective_sample_size, ipw, propensity,
+                         weighted_ate)
 from .kernels import KERNELS, kernel_matrix, standardize, weighted_mmd
-from .synthetic import linear_design, synthetic_family
+from .synthetic import DesignResult, heterogeneous_design, linear_design, synthetic_family
 
 __all__ = [
     "ATEResult",
+    "ATTBalancingResult",
     "BalancingResult",
     "CInA",
     "CInAFit",
     "CInAResult",
+    "DesignResult",
     "EffectData",
     "KERNELS",
     "aipw",
+    "att_balancing",
     "attention_kernel_output",
     "balancing_ate",
     "balancing_dual",
@@ -60,8 +65,10 @@ __all__ = [
     "cina_weights",
     "difference_in_means",
     "effect_data",
+    "effective_sample_size",
     "fit_cina",
     "fit_cina_multi",
+    "heterogeneous_design",
     "ipw",
     "kernel_matrix",
     "linear_design",

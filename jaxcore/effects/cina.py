@@ -20,6 +20,21 @@ outcome enters the loss: training is self-supervised.
   value ``a_i``, trained on many unlabelled data sets; :func:`cina_weights` then gives an unseen
   data set's balancing weights in one forward pass (zero-shot).
 
+The effect on the treated (``estimand="att"``): the treated keep ``1 / n_1`` and the controls' weights
+``w = softmax`` of learned logits over the controls (positive, summing to 1: never collapsing to an
+empty arm); with ``v = T / n_1 - w`` the self-supervised loss is the ATT balancing objective of
+:func:`att_balancing` written through the same attention layer,
+
+    L_att(w) = v^T f(v) + lam sum_{T=0} w_j^2,   f = the unnormalised attention output,
+
+the squared MMD between the treated and the weighted controls plus ``lam / ESS_0``.
+
+Zero-shot across sizes: the network's tokens carry ``log n_1`` and ``log n_0`` of their data set (the
+ATE values' scale depends on the data set's size: ``f`` sums over every unit), and
+:func:`cina_weights` reads the weights straight off the network's values (no thresholding: a unit
+past the margin keeps its small value), so a data set larger or shifted from the training ones never
+has its weights collapse onto a few units; :func:`effective_sample_size` reports how many they rest on.
+
 Deviation from the paper, stated: the last layer's keys are the standardised covariates (a fixed
 kernel, the one the dual solver uses) rather than a learned encoder's output, so the zero-shot
 weights estimate the same optimum as per-data-set balancing.
@@ -40,6 +55,7 @@ from jaxcore._util import Progress, check_choice, check_int, check_key, check_po
     check_shape, expected
 
 from .data import EffectData, check_data
+from .estimators import check_estimand
 from .kernels import _default_h2, _standardize
 
 __all__ = ["CInA", "CInAFit", "CInAResult", "attention_kernel_output", "cina_objective", "cina_weights",
@@ -50,6 +66,9 @@ _KINDS = ("rbf", "attention")
 
 class CInAResult(NamedTuple):
     """Balancing weights from CInA (single-data-set fit or zero-shot forward pass).
+
+    For ``estimand="att"``: ``alpha`` and ``weights`` are both the ATT weights (treated ``1 / n_1``, controls
+    the softmax weights), ``dual_coef`` is ``v = T / n_1 - w``, ``bias`` 0 and ``loss`` the ATT objective.
 
     Attributes:
         alpha: ``[B, N]`` in [0, 1]: ``lam a`` (0 on padding).
@@ -134,6 +153,22 @@ def _normalise(alpha, w):
     s1 = jnp.sum(jnp.where(w > 0, alpha, 0.0), -1, keepdims=True)
     s0 = jnp.sum(jnp.where(w < 0, alpha, 0.0), -1, keepdims=True)
     return jnp.where(w > 0, alpha / jnp.maximum(s1, 1e-30), jnp.where(w < 0, alpha / jnp.maximum(s0, 1e-30), 0.0))
+
+
+def _att_loss(z, logits, t, mask, lam, kind, h2):
+    """(ATT weights, v, loss) of control logits: ``w = softmax`` over the controls, ``v = T / n_1 - w``."""
+    tm = (t > 0.5) & mask
+    c = (t < 0.5) & mask
+    tw = tm / jnp.maximum(jnp.sum(tm), 1)
+    wc = jax.nn.softmax(jnp.where(c, logits, -jnp.inf))
+    wc = jnp.where(c, wc, 0.0)
+    v = (tw - wc).astype(z.dtype)
+    f = _attend(z, v, mask, kind, h2)
+    return (tw + wc).astype(z.dtype), v, jnp.sum(v * f) + lam * jnp.sum(wc * wc)
+
+
+def _lam(lam: float | None, att: bool) -> float:
+    return (0.1 if att else 1.0) if lam is None else lam
 
 
 def _check_common(kind: str, lam: float, bandwidth: float | None) -> None:
@@ -240,9 +275,11 @@ def cina_objective(
     return _objective_jit(data, jnp.asarray(dual_coef, dt), jnp.asarray(bias, dt), jnp.asarray(lam, dt), kind, h2)
 
 
-def _single_fit(data, lam, kind, h2, num_steps, learning_rate, margin_tol, progress):
+def _single_fit(data, lam, kind, h2, num_steps, learning_rate, margin_tol, progress, att=False):
     z = jax.vmap(_standardize)(data.x, data.mask)
     w = _signs(data)
+    if att:
+        return _single_fit_att(z, data, lam, kind, h2, num_steps, learning_rate, progress)
     c = 1.0 / lam
     n = jnp.sum(data.mask, -1).astype(z.dtype)
     opt = optax.adam(learning_rate)
@@ -276,36 +313,65 @@ def _single_fit(data, lam, kind, h2, num_steps, learning_rate, margin_tol, progr
     return CInAResult(alpha, _normalise(alpha, w), v, b, per_set(params), hist)
 
 
-_single_fit_jit = jax.jit(_single_fit, static_argnames=("kind", "num_steps", "progress"))
+def _single_fit_att(z, data, lam, kind, h2, num_steps, learning_rate, progress):
+    opt = optax.adam(learning_rate)
+    one = jax.vmap(lambda zz, uu, tt, mm: _att_loss(zz, uu, tt, mm, lam, kind, h2))
+
+    def total(u):
+        losses = one(z, u, data.treatment, data.mask)[2]
+        return jnp.sum(losses), losses
+
+    prog = Progress(progress, num_steps, "effects.fit_cina")
+    b = data.num_datasets
+
+    def step(carry, i):
+        u, s = carry
+        (val, _), g = jax.value_and_grad(total, has_aux=True)(u)
+        upd, s = opt.update(g, s, u)
+        u = optax.apply_updates(u, upd)
+        prog.update(i, {"loss": val / b})
+        return (u, s), val / b
+
+    u0 = jnp.zeros_like(data.treatment)
+    (u, _), hist = jax.lax.scan(step, (u0, opt.init(u0)), jnp.arange(num_steps))
+    weights, v, loss = one(z, u, data.treatment, data.mask)
+    return CInAResult(weights, weights, v, jnp.zeros(b, z.dtype), loss, hist)
+
+
+_single_fit_jit = jax.jit(_single_fit, static_argnames=("kind", "num_steps", "progress", "att"))
 
 
 def fit_cina(
     data: EffectData,
     *,
-    lam: float = 1.0,
+    lam: float | None = None,
     kind: Literal["rbf", "attention"] = "rbf",
     bandwidth: float | None = None,
     num_steps: int = 1000,
     learning_rate: float = 0.1,
     margin_tol: float = 0.02,
     progress: bool | Callable = False,
+    estimand: Literal["ate", "att"] = "ate",
 ) -> CInAResult:
     """Single-data-set CInA: train per-unit attention values on the penalised hinge loss (no outcomes).
 
     Each data set gets its own values ``a = C sigmoid(u)`` and intercept ``b``, optimised by Adam on
     ``L(v, b) / n`` (module docstring); all ``B`` data sets train together (independent parameters).
+    ``estimand="att"``: control logits ``u`` (weights ``softmax(u)`` over the controls) optimised by Adam on
+    the ATT loss ``L_att`` (module docstring), the minimum of :func:`att_balancing`'s problem.
 
     Args:
         data: :class:`EffectData` (outcomes unused).
-        lam: ``> 0`` (``C = 1 / lam``).
+        lam: ``> 0`` (ATE: ``C = 1 / lam``; ATT: the price of ``1 / ESS_0``); None: 1.0 (ATE), 0.1 (ATT).
         kind, bandwidth: the last layer's kernel (:func:`attention_kernel_output`).
         num_steps: Adam steps (>= 1).
         learning_rate: ``> 0``.
         margin_tol: ``>= 0``: the weights read off the trained values apply complementary
             slackness, ``a_i = 0`` where the margin ``W_i (f_i + b) > 1 + margin_tol`` and ``a_i = C``
             where it is ``< 1 - margin_tol`` (a first-order fit leaves small values on the many
-            non-support vectors, which otherwise add up to a large share of an arm's weight).
+            non-support vectors, which otherwise add up to a large share of an arm's weight). ATE only.
         progress: False, True (a bar) or ``fn(step, metrics)``.
+        estimand: ``"ate"`` or ``"att"``.
 
     Returns:
         :class:`CInAResult` (``dual_coef`` and ``loss`` are the trained values', before the readout).
@@ -325,6 +391,8 @@ def fit_cina(
         [0.5, 0.5, 0.5, 0.5]
     """
     check_data(data)
+    att = check_estimand(estimand)
+    lam = _lam(lam, att)
     _check_common(kind, lam, bandwidth)
     num_steps = check_int(num_steps, "num_steps", 1)
     check_positive(learning_rate, "learning_rate")
@@ -333,22 +401,25 @@ def fit_cina(
     dt = data.x.dtype
     h2 = jnp.asarray(_default_h2(kind, data.num_features, bandwidth), dt)
     return _single_fit_jit(data, jnp.asarray(lam, dt), kind, h2, num_steps, jnp.asarray(learning_rate, dt),
-                           jnp.asarray(margin_tol, dt), progress)
+                           jnp.asarray(margin_tol, dt), progress, att)
 
 
 class CInA(eqx.Module):
     """Multi-data-set CInA: a set network predicting each unit's attention value, then the balancing attention.
 
-    Per data set: ``z`` standardised covariates; tokens ``e_i = MLP([z_i, W_i])``; one masked
-    multi-head self-attention block with a residual and layer norm, ``h = LN(e + MHA(e))``;
-    values ``a_i = C sigmoid(MLP(h_i))``, intercept ``b = Linear(mean_i h_i)``; the last layer is
-    :func:`attention_kernel_output` with ``v = W a``.
+    Per data set: ``z`` standardised covariates; tokens ``e_i = MLP([z_i, W_i, log n_1 / 8, log n_0 / 8])``
+    (the arm sizes let one network serve data sets of any size); one masked multi-head self-attention
+    block with a residual and layer norm, ``h = LN(e + MHA(e))``; values ``a_i = C sigmoid(MLP(h_i))``,
+    intercept ``b = Linear(mean_i h_i)``; the last layer is :func:`attention_kernel_output` with
+    ``v = W a``. ``estimand="att"``: ``MLP(h_i)`` are the controls' logits, weights their softmax over
+    the controls, the loss ``L_att`` (module docstring).
 
     Args:
         num_features: D.
         hidden: token width (>= 1).
         num_heads: attention heads (divides ``hidden``).
-        lam: ``> 0``; kind, bandwidth: the last layer's kernel.
+        lam: ``> 0`` or None (1.0 for the ATE, 0.1 for the ATT); kind, bandwidth: the last layer's kernel.
+        estimand: ``"ate"`` or ``"att"``: what the network's weights balance for.
         key: PRNG key (keyword-only, equinox's convention).
 
     Raises:
@@ -372,11 +443,14 @@ class CInA(eqx.Module):
     lam: float = eqx.field(static=True)
     kind: str = eqx.field(static=True)
     bandwidth: float | None = eqx.field(static=True)
+    estimand: str = eqx.field(static=True)
 
-    def __init__(self, num_features: int, *, hidden: int = 32, num_heads: int = 2, lam: float = 1.0,
+    def __init__(self, num_features: int, *, hidden: int = 32, num_heads: int = 2, lam: float | None = None,
                  kind: Literal["rbf", "attention"] = "rbf", bandwidth: float | None = None,
-                 key: PRNGKeyArray):
+                 estimand: Literal["ate", "att"] = "ate", key: PRNGKeyArray):
         check_key(key)
+        att = check_estimand(estimand)
+        lam = _lam(lam, att)
         d = check_int(num_features, "num_features", 1)
         hidden = check_int(hidden, "hidden", 1)
         num_heads = check_int(num_heads, "num_heads", 1)
@@ -384,7 +458,7 @@ class CInA(eqx.Module):
             raise ValueError(expected("num_heads", f"a divisor of hidden={hidden}", num_heads))
         _check_common(kind, lam, bandwidth)
         k1, k2, k3, k4 = jax.random.split(key, 4)
-        self.embed = eqx.nn.MLP(d + 1, hidden, hidden, 1, activation=jax.nn.gelu, key=k1)
+        self.embed = eqx.nn.MLP(d + 3, hidden, hidden, 1, activation=jax.nn.gelu, key=k1)
         self.attention = eqx.nn.MultiheadAttention(num_heads, hidden, key=k2)
         self.norm = eqx.nn.LayerNorm(hidden)
         self.value_head = eqx.nn.MLP(hidden, "scalar", hidden, 1, activation=jax.nn.gelu, key=k3)
@@ -393,24 +467,34 @@ class CInA(eqx.Module):
         self.lam = float(lam)
         self.kind = kind
         self.bandwidth = None if bandwidth is None else float(bandwidth)
+        self.estimand = estimand
 
     def __call__(self, x: Float[Array, "N D"], treatment: Float[Array, " N"], mask: jnp.ndarray):
-        """One data set -> ``(v, b, loss)``: attention values ``W a``, intercept, penalised hinge loss."""
+        """One data set -> ``(v, b, loss)``: attention values ``W a``, intercept, penalised hinge loss
+        (ATT: ``v = T / n_1 - w``, ``b = 0``, the ATT loss)."""
         z = _standardize(x, mask)
         w = jnp.where(mask, 2.0 * treatment - 1.0, 0.0).astype(z.dtype)
-        e = jax.vmap(self.embed)(jnp.concatenate([z, w[:, None]], -1))
+        sizes = jnp.log(jnp.maximum(jnp.stack([jnp.sum(w > 0), jnp.sum(w < 0)]), 1).astype(z.dtype)) / 8.0
+        tokens = jnp.concatenate([z, w[:, None], jnp.broadcast_to(sizes, (z.shape[0], 2))], -1)
+        e = jax.vmap(self.embed)(tokens)
         att = self.attention(e, e, e, mask=jnp.broadcast_to(mask[None, :], (mask.shape[0],) * 2))
         h = jax.vmap(self.norm)(e + att)
-        a = jax.nn.sigmoid(jax.vmap(self.value_head)(h)) / self.lam * mask
+        out = jax.vmap(self.value_head)(h)
+        h2 = _default_h2(self.kind, self.num_features, self.bandwidth)
+        if self.estimand == "att":
+            _, v, loss = _att_loss(z, out, treatment, mask, self.lam, self.kind, h2)
+            return v, jnp.zeros((), z.dtype), loss
+        a = jax.nn.sigmoid(out) / self.lam * mask
         m = mask.astype(h.dtype)[:, None]
         b = self.bias_head((h * m).sum(0) / jnp.maximum(m.sum(), 1.0))
         v = w * a
-        h2 = _default_h2(self.kind, self.num_features, self.bandwidth)
         return v, b, _loss(z, v, b, w, mask, self.lam, self.kind, h2)
 
 
 def _multi_loss(model, x, t, m):
     _, _, losses = jax.vmap(model)(x, t, m)
+    if model.estimand == "att":  # already per data set (an MMD plus lam / ESS)
+        return jnp.mean(losses)
     return jnp.mean(losses / jnp.sum(m, -1))
 
 
@@ -492,9 +576,12 @@ def fit_cina_multi(
 
 
 @eqx.filter_jit
-def _zero_shot(model, data, margin_tol):
+def _zero_shot(model, data, margin_tol, raw):
     v, b, loss = jax.vmap(model)(data.x, data.treatment, data.mask)
     w = _signs(data)
+    if model.estimand == "att" or raw:
+        alpha = jnp.abs(v) if model.estimand == "att" else model.lam * jnp.abs(v)
+        return CInAResult(alpha, _normalise(alpha, w), v, b, loss, jnp.zeros((0,), v.dtype))
     z = jax.vmap(_standardize)(data.x, data.mask)
     h2 = _default_h2(model.kind, model.num_features, model.bandwidth)
     a = jax.vmap(lambda zz, vv, bb, ww, mm: _kkt_readout(zz, vv, bb, ww, mm, model.lam, model.kind, h2, margin_tol))(
@@ -503,13 +590,19 @@ def _zero_shot(model, data, margin_tol):
     return CInAResult(alpha, _normalise(alpha, w), v, b, loss, jnp.zeros((0,), v.dtype))
 
 
-def cina_weights(model: CInA, data: EffectData, *, margin_tol: float = 0.02) -> CInAResult:
+def cina_weights(model: CInA, data: EffectData, *, margin_tol: float | None = None) -> CInAResult:
     """Zero-shot CInA: balancing weights of unseen data sets from one forward pass of a trained network.
+
+    The estimand is the model's (``model.estimand``). The weights are the network's values normalised per
+    arm (ATT: the treated ``1 / n_1``, the controls' softmax): every unit keeps a positive weight, so an
+    unseen data set's weights cannot collapse onto a few units by a thresholding readout.
 
     Args:
         model: a :class:`CInA` trained by :func:`fit_cina_multi`.
         data: :class:`EffectData` ``[B, N, D]`` with ``D = model.num_features``.
-        margin_tol: ``>= 0``, the complementary-slackness readout of :func:`fit_cina`.
+        margin_tol: None (the values as they are) or ``>= 0``: the complementary-slackness readout of
+            :func:`fit_cina` (ATE only: ``a = 0`` past the margin; on data sets unlike the training ones it can
+            leave an arm's weight on a handful of units).
 
     Returns:
         :class:`CInAResult` (empty history).
@@ -533,5 +626,7 @@ def cina_weights(model: CInA, data: EffectData, *, margin_tol: float = 0.02) -> 
     if model.num_features != data.num_features:
         raise ValueError(expected("data", f"{model.num_features} covariates (the model's)",
                                   f"{data.num_features}", raw=True))
-    check_positive(margin_tol, "margin_tol", allow_zero=True)
-    return _zero_shot(model, data, jnp.asarray(margin_tol, data.x.dtype))
+    if margin_tol is not None:
+        check_positive(margin_tol, "margin_tol", allow_zero=True)
+    tol = jnp.asarray(0.0 if margin_tol is None else margin_tol, data.x.dtype)
+    return _zero_shot(model, data, tol, margin_tol is None)

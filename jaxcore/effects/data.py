@@ -202,35 +202,54 @@ def stack_datasets(datasets: Sequence[EffectData], num_units: int | None = None)
 
 
 @jax.jit(static_argnames=("num_datasets", "num_units"))
-def _resample(key, data, num_datasets, num_units):
+def _resample(key, data, num_datasets, num_units, min_units, shift):
     def one(k):
-        kb, ku = jax.random.split(k)
+        kb, ku, kn, kd = jax.random.split(k, 4)
         src = jax.random.randint(kb, (), 0, data.num_datasets)
         m, t = data.mask[src], data.treatment[src]
-        # both arms first (one treated, one control unit), then uniform draws without replacement
-        g = jax.random.gumbel(ku, m.shape) + jnp.where(m, 0.0, -jnp.inf)
+        # covariate shift: units drawn with probability proportional to exp(shift * s . z), s a random unit
+        # direction and z the source's standardised covariates (exponential tilting; Gumbel top-k draws
+        # without replacement in proportion to these weights)
+        xs = data.x[src]
+        mf = m.astype(xs.dtype)[:, None]
+        mean = (xs * mf).sum(0) / jnp.maximum(mf.sum(), 1.0)
+        sd = jnp.sqrt(((xs - mean) ** 2 * mf).sum(0) / jnp.maximum(mf.sum(), 1.0))
+        z = (xs - mean) / jnp.where(sd > 0, sd, 1.0)
+        s = jax.random.normal(kd, (xs.shape[-1],), xs.dtype)
+        s = s / jnp.maximum(jnp.linalg.norm(s), 1e-12)
+        tilt = jnp.clip(shift * (z @ s), -30.0, 30.0)
+        # both arms first (one treated, one control unit), then draws without replacement
+        g = jax.random.gumbel(ku, m.shape) + tilt + jnp.where(m, 0.0, -jnp.inf)
         g = g + jnp.where(m & (t > 0.5) & (g == jnp.max(jnp.where(t > 0.5, g, -jnp.inf))), 1e6, 0.0)
         g = g + jnp.where(m & (t < 0.5) & (g == jnp.max(jnp.where(t < 0.5, g, -jnp.inf))), 1e6, 0.0)
         idx = jnp.argsort(-g)[:num_units]
-        keep = jnp.isfinite(g[idx])
+        size = jax.random.randint(kn, (), min_units, num_units + 1)
+        keep = jnp.isfinite(g[idx]) & (jnp.arange(num_units) < size)
         z = lambda a: jnp.where(keep.reshape((-1,) + (1,) * (a.ndim - 2)), a[src][idx], 0)  # noqa: E731
         return EffectData(z(data.x), z(data.treatment), z(data.outcome), keep, data.ate[src])
 
     return jax.vmap(one)(jax.random.split(key, num_datasets))
 
 
-def resample_datasets(key: PRNGKeyArray, data: EffectData, num_datasets: int, num_units: int) -> EffectData:
+def resample_datasets(key: PRNGKeyArray, data: EffectData, num_datasets: int, num_units: int, *,
+                      min_units: int | None = None, shift: float = 0.0) -> EffectData:
     """Unit subsamples of a batch's data sets: training sets for self-supervised CInA from real covariates.
 
     Each new data set picks one source data set uniformly and ``num_units`` of its real units
     without replacement (one treated and one control unit always included); a source with fewer
-    units is taken whole and padded.
+    units is taken whole and padded. Varied sizes: with ``min_units``, each data set keeps the first
+    ``n ~ U{min_units, ..., num_units}`` of its draws (the rest is padding). Covariate shift: with
+    ``shift > 0`` units are drawn with probability proportional to ``exp(shift s . z_i)`` for a random
+    unit direction ``s`` per data set (``z`` the source's standardised covariates): each data set sees
+    its own tilted covariate distribution.
 
     Args:
         key: PRNG key.
         data: :class:`EffectData` sources ``[B, N, D]``.
         num_datasets: data sets to draw (>= 1).
-        num_units: units per data set (>= 2).
+        num_units: units per data set (>= 2): the padded size and the largest data set.
+        min_units: the smallest data set (``2 <= min_units <= num_units``), or None (every set ``num_units``).
+        shift: ``>= 0`` strength of the covariate tilt (0: uniform draws).
 
     Returns:
         :class:`EffectData` ``[num_datasets, num_units, D]`` (outcomes kept, unused by training).
@@ -249,6 +268,12 @@ def resample_datasets(key: PRNGKeyArray, data: EffectData, num_datasets: int, nu
     check_key(key)
     b = check_int(num_datasets, "num_datasets", 1)
     n = check_int(num_units, "num_units", 2)
+    lo = n if min_units is None else check_int(min_units, "min_units", 2)
+    if lo > n:
+        raise ValueError(expected("min_units", f"an int <= num_units={n}", lo))
+    check_finite(shift, "shift")
+    if float(shift) < 0:
+        raise ValueError(expected("shift", "a number >= 0", shift))
     if n > data.num_units:
         data = stack_datasets([data], n)
-    return _resample(key, data, b, n)
+    return _resample(key, data, b, n, jnp.asarray(lo, jnp.int32), jnp.asarray(shift, data.x.dtype))

@@ -263,6 +263,19 @@ def _check_kernel(k, mask):
     return k
 
 
+def check_solver_args(kernel, data: EffectData, lam, tol, max_steps) -> tuple[jnp.ndarray, int]:
+    """The checks the balancing solvers share: kernel shape [B, N, N] from ``data``, a floating kernel passing
+    :func:`_check_kernel`, ``lam`` and ``tol`` positive, ``max_steps >= 1``; returns (kernel, max_steps)."""
+    b, n = data.treatment.shape
+    check_shape(kernel, "kernel", (b, n, n), f"kernel [B, N, N] = {(b, n, n)} (from data)")
+    check_positive(lam, "lam")
+    check_positive(tol, "tol")
+    max_steps = check_int(max_steps, "max_steps", 1)
+    if not jnp.issubdtype(jnp.asarray(kernel).dtype, jnp.floating):
+        raise TypeError(expected("kernel", "a floating array", f"dtype {jnp.asarray(kernel).dtype}", raw=True))
+    return _check_kernel(jnp.asarray(kernel), data.mask), max_steps
+
+
 def balancing_dual(
     kernel: Float[Array, "B N N"],
     data: EffectData,
@@ -315,16 +328,9 @@ def balancing_dual(
         (True, [0.5, 0.5])
     """
     check_data(data)
-    b, n = data.treatment.shape
-    check_shape(kernel, "kernel", (b, n, n), f"kernel [B, N, N] = {(b, n, n)} (from data)")
-    check_positive(lam, "lam")
-    check_positive(tol, "tol")
-    max_steps = check_int(max_steps, "max_steps", 1)
+    k, max_steps = check_solver_args(kernel, data, lam, tol, max_steps)
     check_choice(method, "method", ("smo", "fista"))
     chunk_size = check_int(chunk_size, "chunk_size", 1)
-    if not jnp.issubdtype(jnp.asarray(kernel).dtype, jnp.floating):
-        raise TypeError(expected("kernel", "a floating array", f"dtype {jnp.asarray(kernel).dtype}", raw=True))
-    k = _check_kernel(jnp.asarray(kernel), data.mask)
     return _solve_jit(k, data.treatment.astype(k.dtype), data.mask, jnp.asarray(lam, k.dtype),
                       jnp.asarray(max_steps, jnp.int32), jnp.asarray(tol, k.dtype), method,
                       chunk_size)

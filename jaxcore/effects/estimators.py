@@ -1,16 +1,26 @@
-"""Average treatment effect estimators behind one interface: ``estimator(data, ...) -> ATEResult``.
+"""Treatment effect estimators behind one interface: ``estimator(data, ..., estimand=) -> ATEResult``.
+
+``estimand="ate"`` estimates the average effect over all units ``E[Y(1) - Y(0)]``; ``estimand="att"``
+the average effect on the treated ``E[Y(1) - Y(0) | T = 1]`` (the treated keep weight ``1 / n_1``
+and only the controls are reweighted: to the treated covariate distribution). The two differ when
+the effect varies with covariates whose distribution differs between the arms (LaLonde's NSW
+benchmark, 1,794 USD, is an ATT).
 
 Every estimator is vmapped over the ``B`` data sets of an :class:`EffectData` and returns the
 estimate and its standard error per data set:
 
 - :func:`difference_in_means`: ``mean(Y | T=1) - mean(Y | T=0)``, Welch standard error;
 - :func:`ipw`: inverse propensity weighting (Hajek, normalised within each arm) with a ridge
-  logistic propensity model fitted by Newton's method on standardised covariates;
-- :func:`aipw`: augmented IPW (doubly robust) with ridge linear outcome models per arm;
+  logistic propensity model fitted by Newton's method on standardised covariates (ATT: the
+  controls weighted by the odds ``e / (1 - e)``);
+- :func:`aipw`: augmented IPW (doubly robust) with ridge linear outcome models per arm (ATT: the
+  control outcome model and the odds-weighted control residuals, DoubleML's ``ATTE`` score);
 - :func:`weighted_ate`: the weighted difference ``sum_{T=1} w_i Y_i - sum_{T=0} w_i Y_i`` for any
   unit weights (balancing weights of :func:`balancing_ate` or of CInA);
-- :func:`balancing_ate`: optimal kernel balancing (the SVM dual, :func:`balancing_dual`) then
-  :func:`weighted_ate`.
+- :func:`balancing_ate`: optimal kernel balancing (ATE: the SVM dual, :func:`balancing_dual`; ATT:
+  :func:`att_balancing`) then :func:`weighted_ate`;
+- :func:`effective_sample_size`: ``(sum w)^2 / sum w^2`` of each arm's weights (Kish), the number of
+  units an estimate effectively rests on.
 
 Standard errors: IPW and AIPW from the empirical influence function (the propensity and
 outcome fits treated as known, the usual plug-in); weighted estimators conditional on the
@@ -27,25 +37,36 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxcore._util import (check_int, check_nonnegative, check_positive, check_range, check_shape, error_if, expected,
-                           is_concrete)
+from jaxcore._util import (check_choice, check_int, check_nonnegative, check_positive, check_range, check_shape,
+                           error_if, expected, is_concrete)
 
+from .att import att_balancing
 from .data import EffectData, check_data
 from .dual import balancing_dual
 from .kernels import _standardize, kernel_matrix
 
-__all__ = ["ATEResult", "aipw", "balancing_ate", "difference_in_means", "ipw", "propensity", "weighted_ate"]
+__all__ = ["ATEResult", "aipw", "balancing_ate", "difference_in_means", "effective_sample_size", "ipw", "propensity",
+           "weighted_ate"]
+
+ESTIMANDS = ("ate", "att")
+
+
+def check_estimand(estimand: str) -> bool:
+    """ValueError unless ``estimand`` is ``"ate"`` or ``"att"``; True for the ATT."""
+    check_choice(estimand, "estimand", ESTIMANDS)
+    return estimand == "att"
 
 
 class ATEResult(NamedTuple):
-    """An average treatment effect estimate per data set.
+    """An average treatment effect estimate per data set (the ATE or the ATT, as the estimator was asked).
 
     Attributes:
-        estimate: ``[B]`` the ATE estimate (outcome units).
+        estimate: ``[B]`` the estimate (outcome units).
         std_error: ``[B]`` its standard error.
         weights: ``[B, N]`` the unit weights the estimate uses, summing to 1 within each arm
-            (difference in means: ``1 / n_arm``; IPW and AIPW: the normalised inverse propensities;
-            balancing and CInA: the balancing weights); 0 on padding.
+            (difference in means: ``1 / n_arm``; IPW and AIPW: the normalised inverse propensities, or for the
+            ATT ``1 / n_1`` and the normalised odds; balancing and CInA: the balancing weights); 0 on padding.
+            :func:`effective_sample_size` reads each arm's effective size off them.
 
     Examples:
         >>> ATEResult._fields
@@ -79,6 +100,9 @@ def _weighted_jit(weights: jnp.ndarray, data: EffectData) -> ATEResult:
 
 def weighted_ate(weights: Float[Array, "B N"], data: EffectData) -> ATEResult:
     """The weighted difference of arm means ``sum_{T=1} w_i Y_i - sum_{T=0} w_i Y_i`` (weights renormalised per arm).
+
+    The estimand is the weights': ATE weights (both arms reweighted to the whole sample) give the ATE, ATT
+    weights (treated ``1 / n_1``, controls reweighted to the treated) the ATT.
 
     Args:
         weights: ``[B, N]`` non-negative unit weights, positive somewhere in each arm.
@@ -226,14 +250,14 @@ def propensity(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25) -> 
     return _propensity_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps)
 
 
-@jax.jit
-def _ipw_jit(data: EffectData, ridge, num_steps, clip):
+@jax.jit(static_argnames=("att",))
+def _ipw_jit(data: EffectData, ridge, num_steps, clip, att):
     e = jnp.clip(_propensity_jit(data, ridge, num_steps), clip, 1.0 - clip)
     t, c = _arms(data)
 
     def one(y, e, t, c):
         n = jnp.sum(t + c)
-        w1, w0 = t / e, c / (1 - e)
+        w1, w0 = (t, c * e / (1 - e)) if att else (t / e, c / (1 - e))
         s1, s0 = jnp.sum(w1), jnp.sum(w0)
         mu1, mu0 = jnp.sum(w1 * y) / s1, jnp.sum(w0 * y) / s0
         psi = n * (w1 * (y - mu1) / s1 - w0 * (y - mu0) / s0)
@@ -242,23 +266,26 @@ def _ipw_jit(data: EffectData, ridge, num_steps, clip):
     return ATEResult(*jax.vmap(one)(data.outcome, e, t, c))
 
 
-def ipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: float = 0.01) -> ATEResult:
+def ipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: float = 0.01,
+        estimand: Literal["ate", "att"] = "ate") -> ATEResult:
     """Inverse propensity weighting (Hajek form) with a logistic propensity model.
 
-    ``tau = sum T Y / e / sum T / e - sum (1-T) Y / (1-e) / sum (1-T) / (1-e)``, with ``e`` from
+    ATE: ``tau = sum T Y / e / sum T / e - sum (1-T) Y / (1-e) / sum (1-T) / (1-e)``; ATT:
+    ``tau = sum T Y / n_1 - sum (1-T) r Y / sum (1-T) r`` with the odds ``r = e / (1 - e)``; ``e`` from
     :func:`propensity` limited to ``[clip, 1 - clip]`` (a stated trimming, not a silent one).
 
     Args:
         data: :class:`EffectData`.
         ridge, num_steps: the propensity fit (:func:`propensity`).
         clip: propensity bound in [0, 0.5).
+        estimand: ``"ate"`` or ``"att"`` (module docstring).
 
     Returns:
         :class:`ATEResult` (influence-function standard error).
 
     Raises:
         TypeError: ``data`` is not an :class:`EffectData`.
-        ValueError: invalid ``ridge``, ``num_steps`` or ``clip``.
+        ValueError: invalid ``ridge``, ``num_steps``, ``clip`` or ``estimand``.
 
     References:
         J. Hajek, comment in "Foundations of Statistical Inference", 1971; D. G. Horvitz,
@@ -272,7 +299,8 @@ def ipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: floa
     """
     check_data(data)
     num_steps = _check_fit(ridge, num_steps, clip)
-    return _ipw_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps, jnp.asarray(clip, data.x.dtype))
+    att = check_estimand(estimand)
+    return _ipw_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps, jnp.asarray(clip, data.x.dtype), att)
 
 
 def _outcome_fit(x, y, arm, mask, ridge):
@@ -283,15 +311,22 @@ def _outcome_fit(x, y, arm, mask, ridge):
     return z @ beta
 
 
-@jax.jit
-def _aipw_jit(data: EffectData, ridge, num_steps, clip):
+@jax.jit(static_argnames=("att",))
+def _aipw_jit(data: EffectData, ridge, num_steps, clip, att):
     e = jnp.clip(_propensity_jit(data, ridge, num_steps), clip, 1.0 - clip)
     t, c = _arms(data)
 
     def one(x, y, e, t, c, m):
         n = jnp.sum(m)
-        mu1 = _outcome_fit(x, y, t, m, ridge)
         mu0 = _outcome_fit(x, y, c, m, ridge)
+        if att:  # DoubleML's ATTE score: (T (Y - mu0) - (1-T) r (Y - mu0)) / p - T tau / p, r = e / (1-e)
+            n1 = jnp.sum(t)
+            r = c * e / (1 - e)
+            res = (y - mu0) * m
+            tau = jnp.sum(t * res - r * res) / n1
+            psi = (t * (res - tau) - r * res) * n / n1
+            return tau, jnp.sqrt(jnp.sum(psi**2)) / n, t / n1 + r / jnp.sum(r)
+        mu1 = _outcome_fit(x, y, t, m, ridge)
         psi = (mu1 - mu0 + t * (y - mu1) / e - c * (y - mu0) / (1 - e)) * m
         tau = jnp.sum(psi) / n
         se = jnp.sqrt(jnp.sum(((psi - tau) * m) ** 2) / (n * (n - 1)))
@@ -302,27 +337,32 @@ def _aipw_jit(data: EffectData, ridge, num_steps, clip):
     return ATEResult(*jax.vmap(one)(data.x, data.outcome, e, t, c, m))
 
 
-def aipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: float = 0.01) -> ATEResult:
+def aipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: float = 0.01,
+         estimand: Literal["ate", "att"] = "ate") -> ATEResult:
     """Augmented IPW (doubly robust): ridge linear outcome models per arm plus the weighted residuals.
 
-    ``psi_i = mu_1(x_i) - mu_0(x_i) + T_i (Y_i - mu_1(x_i)) / e_i - (1 - T_i)(Y_i - mu_0(x_i)) / (1 - e_i)``,
-    ``tau = mean(psi)``, ``SE = sd(psi) / sqrt(n)``.
+    ATE: ``psi_i = mu_1(x_i) - mu_0(x_i) + T_i (Y_i - mu_1(x_i)) / e_i - (1 - T_i)(Y_i - mu_0(x_i)) / (1 - e_i)``,
+    ``tau = mean(psi)``, ``SE = sd(psi) / sqrt(n)``. ATT (only the control outcome model ``mu_0``):
+    ``tau = [sum_{T=1} (Y - mu_0) - sum_{T=0} r (Y - mu_0)] / n_1`` with ``r = e / (1 - e)``, the
+    standard error from the same score (DoubleML's ``ATTE``).
 
     Args:
         data: :class:`EffectData`.
         ridge: ``>= 0`` penalty of the propensity and outcome slopes (standardised covariates).
         num_steps, clip: the propensity fit (:func:`ipw`).
+        estimand: ``"ate"`` or ``"att"`` (module docstring).
 
     Returns:
         :class:`ATEResult`.
 
     Raises:
         TypeError: ``data`` is not an :class:`EffectData`.
-        ValueError: invalid ``ridge``, ``num_steps`` or ``clip``.
+        ValueError: invalid ``ridge``, ``num_steps``, ``clip`` or ``estimand``.
 
     References:
         J. M. Robins, A. Rotnitzky, L. P. Zhao, "Estimation of regression coefficients when some
-        regressors are not always observed", JASA 89, 1994.
+        regressors are not always observed", JASA 89, 1994. V. Chernozhukov et al., "Double/debiased machine
+        learning for treatment and structural parameters", Econometrics J. 21, 2018, Eq. (5.4) (the ATTE score).
 
     Examples:
         >>> from jaxcore.effects import effect_data
@@ -332,35 +372,40 @@ def aipw(data: EffectData, *, ridge: float = 1.0, num_steps: int = 25, clip: flo
     """
     check_data(data)
     num_steps = _check_fit(ridge, num_steps, clip)
-    return _aipw_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps, jnp.asarray(clip, data.x.dtype))
+    att = check_estimand(estimand)
+    return _aipw_jit(data, jnp.asarray(ridge, data.x.dtype), num_steps, jnp.asarray(clip, data.x.dtype), att)
 
 
 def balancing_ate(
     data: EffectData,
     *,
-    lam: float = 1.0,
+    lam: float | None = None,
     kind: Literal["rbf", "attention", "linear"] = "rbf",
     bandwidth: float | None = None,
-    tol: float = 1e-3,
+    tol: float | None = None,
     max_steps: int = 100_000,
+    estimand: Literal["ate", "att"] = "ate",
 ) -> ATEResult:
-    """Optimal kernel balancing weights (the SVM dual) and their weighted difference of outcomes.
+    """Optimal kernel balancing weights and their weighted difference of outcomes.
 
-    ``alpha = argmin alpha^T Q alpha - 2 lam 1^T alpha`` (:func:`balancing_dual`), weights
-    ``alpha`` normalised per arm, ``tau = sum_{T=1} w Y - sum_{T=0} w Y``.
+    ATE: ``alpha = argmin alpha^T Q alpha - 2 lam 1^T alpha`` (the SVM dual, :func:`balancing_dual`), weights
+    ``alpha`` normalised per arm; ATT: the controls reweighted to the treated by :func:`att_balancing`, the
+    treated at ``1 / n_1``. Then ``tau = sum_{T=1} w Y - sum_{T=0} w Y``.
 
     Args:
         data: :class:`EffectData`.
-        lam: ``> 0`` (``SVC(C=1/lam)``).
+        lam: ``> 0``; None: 1.0 for the ATE (``SVC(C=1/lam)``), 0.1 for the ATT (the price of ``1 / ESS``).
         kind, bandwidth: the kernel (:func:`kernel_matrix`).
-        tol, max_steps: the solver (:func:`balancing_dual`).
+        tol, max_steps: the solver (:func:`balancing_dual` / :func:`att_balancing`); ``tol=None``: 1e-3
+            (ATE), 1e-5 (ATT).
+        estimand: ``"ate"`` or ``"att"``.
 
     Returns:
         :class:`ATEResult`.
 
     Raises:
         TypeError: ``data`` is not an :class:`EffectData`.
-        ValueError: invalid kernel or solver arguments.
+        ValueError: invalid kernel, solver arguments or ``estimand``.
 
     References:
         Zhang et al., ICML 2024, Eq. (1)-(3); Tarr & Imai, arXiv 2102.11926, 2021.
@@ -372,7 +417,57 @@ def balancing_ate(
         1.0
     """
     check_data(data)
+    att = check_estimand(estimand)
+    lam = (0.1 if att else 1.0) if lam is None else lam
+    tol = (1e-5 if att else 1e-3) if tol is None else tol
     check_positive(lam, "lam")
-    res = balancing_dual(kernel_matrix(data, kind=kind, bandwidth=bandwidth), data, lam=lam, tol=tol,
-                         max_steps=max_steps)
+    k = kernel_matrix(data, kind=kind, bandwidth=bandwidth)
+    if att:
+        return _weighted_jit(att_balancing(k, data, lam=lam, tol=tol, max_steps=max_steps).weights, data)
+    res = balancing_dual(k, data, lam=lam, tol=tol, max_steps=max_steps)
     return _weighted_jit(res.weights, data)
+
+
+@jax.jit
+def _ess_jit(weights, data):
+    t, c = _arms(data)
+    w = jnp.where(data.mask, weights, 0.0)
+
+    def ess(a):
+        s = jnp.sum(w * a, -1)
+        return s**2 / jnp.maximum(jnp.sum((w * a) ** 2, -1), jnp.finfo(w.dtype).tiny)
+
+    return jnp.stack([ess(c), ess(t)], -1)
+
+
+def effective_sample_size(weights: Float[Array, "B N"], data: EffectData) -> Float[Array, "B 2"]:
+    """Kish's effective sample size ``(sum w)^2 / sum w^2`` of each arm's weights.
+
+    ``n_arm`` for equal weights, 1 when one unit carries the whole arm: how many units an estimate rests on.
+
+    Args:
+        weights: ``[B, N]`` non-negative unit weights (any scale per arm; padding ignored).
+        data: :class:`EffectData`.
+
+    Returns:
+        ``[B, 2]``: column 0 the controls' (``T = 0``), column 1 the treated's (``T = 1``); 0 for an arm
+        with no weight.
+
+    Raises:
+        TypeError: ``data`` is not an :class:`EffectData`.
+        ValueError: shape differs from ``data.treatment``; negative or non-finite weights.
+
+    References:
+        L. Kish, "Survey Sampling", Wiley, 1965, Section 11.7.
+
+    Examples:
+        >>> from jaxcore.effects import effect_data
+        >>> d = effect_data([[0.0]] * 4, [1, 0, 0, 0])
+        >>> effective_sample_size(jnp.array([[1.0, 2.0, 1.0, 1.0]]), d).tolist()
+        [[2.6666667461395264, 1.0]]
+    """
+    check_data(data)
+    check_shape(weights, "weights", data.treatment.shape)
+    w = jnp.where(data.mask, jnp.asarray(weights, data.x.dtype), 0.0)
+    check_nonnegative(w, "weights")
+    return _ess_jit(w, data)
