@@ -552,7 +552,7 @@ register_reproduction(Reproduction(
     setup=("SmolLM2-135M-Instruct (the one causal LM that ships offline; an instruction-tuned start is already "
            "partly aligned, so its base toxicity is lower than GPT2-medium's and there is less to remove). Pairs: "
            "the least and most toxic of the sampled continuations of each training prompt, scored by "
-           "alt-profanity-check's linear model (the offline scorer; the paper used the Perspective API). Three cells "
+           "alt-profanity-check's linear model (the offline scorer; the paper used the Perspective API). Four cells "
            "grow the DPO data and steps together, so the verdict reads the trend; the probe's strength and the "
            "learning rate are the benchmark's defaults, set on validation prompts, not on the reported figures."),
     verdict=_alignment_verdict,
