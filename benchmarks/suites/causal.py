@@ -843,16 +843,34 @@ def _study_verdict(cells):
     lines += ["", f"Across the {len(groups)} (d, noise, N) groups, the Spearman correlation between the exact "
                   f"posterior's entropy and the mean sign-adjusted rho of the true-graph metrics is {rho_ent:.2f} "
                   "(negative: the metrics track the posterior worse where it is more uncertain)."]
-    text = "\n".join(lines)
     small, large = ns[: max(1, len(ns) // 2)], ns[len(ns) // 2 + len(ns) % 2:] or ns[-1:]
+    # paired over (d, noise): the true-graph metrics' mean rho at the larger half of N minus the smaller half
+    pairs = []
+    for d, setting in sorted({k[:2] for k in groups}):
+        def avg(which):
+            v = [np.nanmean([groups[(d, setting, n)].get(x, np.nan) for x in _TRUTH_METRICS])
+                 for n in which if (d, setting, n) in groups]
+            return float(np.mean(v)) if v else float("nan")
+        pairs.append(avg(large) - avg(small))
+    pairs = np.asarray([x for x in pairs if np.isfinite(x)])
+    if pairs.size > 1:
+        half = float(student_t.ppf(0.975, pairs.size - 1) * pairs.std(ddof=1) / np.sqrt(pairs.size))
+        lines += ["", f"Paired over the {pairs.size} (d, noise) settings, the true-graph metrics' mean rho is higher at "
+                      f"N in {large} than at N in {small} by {pairs.mean():+.2f} (95% t interval "
+                      f"[{pairs.mean() - half:+.2f}, {pairs.mean() + half:+.2f}])."]
+    text = "\n".join(lines)
     weak_small = all(n_strong[n] <= len(_TRUTH_METRICS) // 2 for n in small)
     worse_small = np.mean([mean_truth[n] for n in small]) < np.mean([mean_truth[n] for n in large])
     if weak_small and worse_small and rho_ent < 0:
         return "reproduced", text + (
-            f"\n\nAt N in {small} at most half of the true-graph metrics reach a strong correlation (mean "
+            f"\n\nAt N in {small} at most {max(n_strong[n] for n in small)} of the five true-graph metrics reach a "
+            f"strong correlation (mean "
             f"sign-adjusted rho {np.mean([mean_truth[n] for n in small]):.2f}, against "
             f"{np.mean([mean_truth[n] for n in large]):.2f} at N in {large}), and the correlation falls as the exact "
-            "posterior's entropy rises: the paper's finding.")
+            "posterior's entropy rises: the paper's finding."
+            + (" The weak correlations are the clear part; the dependence on N is a trend whose paired interval "
+               "includes zero at this number of seeds and settings." if pairs.size > 1 and pairs.mean() - half <= 0
+               else ""))
     if weak_small:
         return "reproduced in kind", text + (
             "\n\nThe true-graph metrics are weak proxies at small N, but they are not clearly better at large N "

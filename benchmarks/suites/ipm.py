@@ -709,8 +709,28 @@ def _wilson(k, n, z=1.96):
 def _rates_verdict(cells):
     """d_lip at the parametric rate (slope interval within [-0.6, -0.4]) and WoW_1 measurably slower (its slope
     interval entirely above d_lip's), on the 'same law' pair where every estimate is pure bias."""
-    m = {k: v for c in cells.values() for k, v in c.items()}
+    def n_count(c, pair):
+        return sum(k.startswith(f"ipm.rates.{pair}.d_lip.mean.n") for k in c)
+
+    # the rates come from the cell with the most sizes of each pair; another same-law cell (the validation of
+    # d_lip's optimiser settings) is compared with it at the sizes they share
+    main = {pair: max((c for c in cells.values() if n_count(c, pair)), key=lambda c: n_count(c, pair), default={})
+            for pair in ("same", "split")}
+    m = {**main["split"], **main["same"]}
     out = []
+    for name, c in cells.items():
+        if c is main["same"] or not n_count(c, "same") or not main["same"]:
+            continue
+        shared = sorted(int(k.rsplit(".n", 1)[1]) for k in c if k.startswith("ipm.rates.same.d_lip.mean.n")
+                        and k in main["same"])
+        if shared:
+            out += [f"Validation of d_lip's optimiser settings (cell {name}, its own draws): mean d_lip ± 1.96 s.e.", "",
+                    "| settings | " + " | ".join(f"n={n}" for n in shared) + " |", "|---|" + "---|" * len(shared)]
+            for label, src in ((name, c), ("rates cell", main["same"])):
+                out.append(f"| {label} | " + " | ".join(
+                    f"{src[f'ipm.rates.same.d_lip.mean.n{n}']:.4f} ± {1.96 * src[f'ipm.rates.same.d_lip.sem.n{n}']:.4f}"
+                    for n in shared) + " |")
+            out.append("")
     if "ipm.rates.same.d_lip.slope" in m:
         ns = sorted(int(k.rsplit(".n", 1)[1]) for k in m if k.startswith("ipm.rates.same.d_lip.mean.n"))
         out += ["Same-law pair (true distance 0): mean estimate ± 1.96 s.e. over draws, and the fitted log-log slope "
