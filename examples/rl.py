@@ -5,7 +5,8 @@ solved from the *observations* of an expert's episodes plus online episodes, ove
 beside online-only PSDP with the same budget. It prints both success rates and writes a figure of the
 success per seed and FOOBAR's forward moment gap per level.
 
-Run: ``python examples/rl.py [--horizon 10] [--small] [--out DIR]``.
+Run: ``python examples/rl.py [--horizon 10] [--samples 256] [--seed 0] [--small] [--out DIR]``.
+The lock, the offline data and the seeds' training draw from keys ``seed``, ``seed + 1`` and ``seed + 2``.
 """
 
 import argparse
@@ -18,14 +19,16 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+import jaxcore  # noqa: E402
 from jaxcore.rl import collect_offline, foobar, make_lock, online_psdp, optimal_values  # noqa: E402
 
 
-def main(horizon: int = 10, samples: int = 256, seeds: int = 3, out: str = "results/examples/rl") -> None:
-    lock = make_lock(jax.random.key(0), horizon=horizon, num_actions=10)
+def main(horizon: int = 10, samples: int = 256, seeds: int = 3, out: str = "results/examples/rl",
+         seed: int = 0) -> None:
+    lock = make_lock(jax.random.key(seed), horizon=horizon, num_actions=10)
     print(f"lock: H = {horizon}, A = 10, d = {lock.obs_dim}; optimal value {float(optimal_values(lock).value)}")
-    data = collect_offline(jax.random.key(1), lock, 4 * samples)  # observations only are used by FOOBAR
-    keys = jax.random.split(jax.random.key(2), seeds)
+    data = collect_offline(jax.random.key(seed + 1), lock, 4 * samples)  # observations only are used by FOOBAR
+    keys = jax.random.split(jax.random.key(seed + 2), seeds)
     fb = foobar(keys, lock, data, num_samples=samples, num_eval_episodes=500)
     on = online_psdp(keys, lock, num_samples=samples, num_eval_episodes=500)
     print(f"online episodes: {int(fb.num_online_episodes[0])} (both methods)")
@@ -60,8 +63,10 @@ if __name__ == "__main__":
     ap.add_argument("--samples", type=int, default=256)
     ap.add_argument("--small", action="store_true", help="a tiny run for CI (H = 4, 64 episodes, 2 seeds)")
     ap.add_argument("--out", default="results/examples/rl", help="folder for the figure")
+    ap.add_argument("--seed", type=int, default=0, help="PRNG seed: keys seed, seed + 1, seed + 2")
     args = ap.parse_args()
+    jaxcore.enable_compilation_cache()   # keep compiled programs on disk (see examples/README.md)
     if args.small:
-        main(4, 64, 2, args.out)
+        main(4, 64, 2, args.out, args.seed)
     else:
-        main(args.horizon, args.samples, 3, args.out)
+        main(args.horizon, args.samples, 3, args.out, args.seed)

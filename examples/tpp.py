@@ -13,6 +13,8 @@ Run::
 
     python examples/tpp.py              # about 20 s on 2 CPU cores, most of it compilation
     python examples/tpp.py --small      # a few seconds (CI)
+
+Every step is deterministic, so ``--seed`` (accepted like every example's) changes nothing.
 """
 
 import argparse
@@ -92,6 +94,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="few optimisation steps (CI)")
     parser.add_argument("--out", default="results/examples/tpp", help="folder for the figure")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="accepted like every example's; nothing here is random (closed form, L-BFGS from a "
+                             "fixed start, exact flow), so the results do not depend on it")
     args = parser.parse_args()
     jaxcore.enable_compilation_cache()   # keep compiled programs on disk (see examples/README.md)
     main(args.small, args.out)
