@@ -102,6 +102,7 @@ class _Prepared(NamedTuple):
     chars: np.ndarray  # [n, width] int32 indices into uniq
     uniq: np.ndarray  # [u] uint32 code points
     counts: np.ndarray  # [width] tokens longer than each position
+    lengths: np.ndarray  # [n] characters of each token (descending)
 
 
 def _prepare(texts: list[str | None]) -> _Prepared:
@@ -117,7 +118,7 @@ def _prepare(texts: list[str | None]) -> _Prepared:
     starts = np.cumsum(ls) - ls
     chars[np.repeat(np.arange(n), ls), np.arange(codes.size) - np.repeat(starts, ls)] = inv.ravel()
     counts = np.searchsorted(-ls, -np.arange(width), side="left")  # ls descending: tokens longer than pos
-    return _Prepared(len(texts), ids, chars, uniq, counts)
+    return _Prepared(len(texts), ids, chars, uniq, counts, ls)
 
 
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Tokenizer -> _Prepared (built once)
@@ -208,18 +209,33 @@ def _char_dfa(pattern: str):
 def _walk_tokens(table: np.ndarray, vocab: _Prepared, symbol_of, pad: int) -> np.ndarray:
     """``[S, V]`` the character-DFA state after each token's text from each state (``S`` = dead).
 
-    The kernel: tokens sorted by length, one gather ``table[state, symbol]`` per character position
-    over all states and all tokens still that long (work ``S * total characters``).
+    The kernel: the first character of every token from every state is one ``[S, n]`` gather
+    ``table[state, symbol]``; after it only the (state, token) pairs still alive and still that long
+    are carried, one gather per character position (work ``S n`` plus the surviving pairs' characters).
     """
     num = table.shape[0] - 1
+    out = np.full((num, vocab.vocab_size), num, np.int32)
+    n_live = vocab.ids.size
+    if n_live == 0:
+        return out
     column = np.array([symbol_of(chr(c)) for c in vocab.uniq.tolist()] + [pad], np.int32)
     cls = column[vocab.chars]  # [n, width] DFA symbols
-    n_live = vocab.ids.size
-    cur = np.broadcast_to(np.arange(num, dtype=np.int32)[:, None], (num, n_live)).copy()
-    for pos, n in enumerate(vocab.counts.tolist()):
-        cur[:, :n] = table[cur[:, :n], cls[:n, pos]]
-    out = np.full((num, vocab.vocab_size), num, np.int32)
-    out[:, vocab.ids] = cur
+    first = table[np.arange(num)[:, None], cls[None, :, 0]]  # [S, n]
+    walked = np.full((num, n_live), num, np.int32)
+    src, tk = np.nonzero(first != num)
+    cur = first[src, tk]
+    lengths = vocab.lengths
+    for pos in range(1, len(vocab.counts)):
+        done = lengths[tk] <= pos
+        walked[src[done], tk[done]] = cur[done]
+        src, tk, cur = src[~done], tk[~done], cur[~done]
+        cur = table[cur, cls[tk, pos]]
+        alive = cur != num
+        src, tk, cur = src[alive], tk[alive], cur[alive]
+        if cur.size == 0:
+            break
+    walked[src, tk] = cur
+    out[:, vocab.ids] = walked
     return out
 
 
@@ -251,8 +267,10 @@ class TokenFSM(eqx.Module):
     Attributes:
         transitions: ``[num_states, V]`` int32.
         accepting: ``[num_states]`` bool (the pattern's accepting states and ``end_state``).
-        initial_state, dead_state, end_state, eos_token_id: static ints.
-        pattern: the regular expression (static).
+        initial_state: int32 scalar (an array, so that two patterns with tables of one shape share
+            the compiled :func:`~jaxcore.lm.generate`).
+        dead_state, end_state, eos_token_id: static ints (``dead_state`` and ``end_state`` follow
+            from the table's shape).
 
     Examples:
         >>> fsm = compile_regex("ab|b", ["a", "b", "ab", "<eos>"], eos_token_id=3)
@@ -264,11 +282,10 @@ class TokenFSM(eqx.Module):
 
     transitions: Int[Array, "S V"]
     accepting: Bool[Array, " S"]
-    initial_state: int = eqx.field(static=True)
+    initial_state: Int[Array, ""]
     dead_state: int = eqx.field(static=True)
     end_state: int = eqx.field(static=True)
     eos_token_id: int = eqx.field(static=True)
-    pattern: str = eqx.field(static=True)
 
     @property
     def num_states(self) -> int:
@@ -326,7 +343,8 @@ def _accepts_jit(fsm: TokenFSM, tokens, mask):
     return fsm.accepting[s] & (s != fsm.dead_state)
 
 
-def compile_regex(pattern: str, vocabulary, *, eos_token_id: int | None = None) -> TokenFSM:
+def compile_regex(pattern: str, vocabulary, *, eos_token_id: int | None = None,
+                  num_states: int | None = None) -> TokenFSM:
     """Compile a regular expression into a :class:`TokenFSM` over a vocabulary.
 
     A generated text ``x = tok_1 ... tok_n EOS`` is allowed iff ``re.fullmatch(pattern, x)``: the
@@ -343,6 +361,10 @@ def compile_regex(pattern: str, vocabulary, *, eos_token_id: int | None = None) 
             marker decoded), or a sequence of token texts (``str``, UTF-8 ``bytes``, ``None`` for a
             token never allowed), one per id.
         eos_token_id: the end-of-sequence id (default: the tokenizer's; required with a sequence).
+        num_states: pad the table with unreachable dead rows to exactly this many states (default:
+            as many as the pattern needs). Tables of one shape share one compiled decoder: compiling
+            many patterns (one answer format per question, say) to a common ``num_states`` avoids a
+            recompilation of :func:`~jaxcore.lm.generate` per pattern.
 
     Returns:
         A :class:`TokenFSM` (arrays on the default device).
@@ -351,7 +373,7 @@ def compile_regex(pattern: str, vocabulary, *, eos_token_id: int | None = None) 
         TypeError: a pattern that is not a str, a bad vocabulary.
         ValueError: an invalid or unsupported pattern; a pattern that no token sequence of the
             vocabulary can match (no token can start it, or none can finish it); a missing or
-            out-of-range ``eos_token_id``.
+            out-of-range ``eos_token_id``; a ``num_states`` below what the pattern needs.
 
     References:
         Willard and Louf, "Efficient Guided Generation for Large Language Models", arXiv:2307.09702,
@@ -399,7 +421,16 @@ def compile_regex(pattern: str, vocabulary, *, eos_token_id: int | None = None) 
     trans[end, eos] = end
     trans, acc, start = _minimize(trans, acc, int(remap[initial]))
     n = trans.shape[0]
-    return TokenFSM(jnp.asarray(trans), jnp.asarray(acc), start, n - 2, n - 1, eos, pattern)
+    if num_states is not None:
+        total = check_int(num_states, "num_states", minimum=n)
+        # unreachable rows (all dead) between the pattern's states and the dead and end states
+        rows = np.full((total - n, v), total - 2, np.int32)
+        shift = np.arange(n, dtype=np.int32)
+        shift[n - 2:] += total - n
+        trans = np.concatenate([shift[trans[:n - 2]], rows, shift[trans[n - 2:]]])
+        acc = np.concatenate([acc[:n - 2], np.zeros(total - n, bool), acc[n - 2:]])
+        n = total
+    return TokenFSM(jnp.asarray(trans), jnp.asarray(acc), jnp.asarray(start, jnp.int32), n - 2, n - 1, eos)
 
 
 def _minimize(trans: np.ndarray, acc: np.ndarray, initial: int):
@@ -408,6 +439,8 @@ def _minimize(trans: np.ndarray, acc: np.ndarray, initial: int):
     The last two rows of ``trans`` are the dead and the end state; they stay last (a pattern state
     whose only continuation is EOS is equivalent to the end state and merges into it).
     """
+    full = trans
+    trans = _distinct_columns(trans)  # tokens with equal columns do not change which rows are equal
     n = trans.shape[0]
     dead, end = n - 2, n - 1
     cls = acc.astype(np.int64) + 2 * (np.arange(n) == dead)
@@ -442,8 +475,18 @@ def _minimize(trans: np.ndarray, acc: np.ndarray, initial: int):
     order[d], order[e] = num - 2, num - 1
     rep = np.zeros(num, np.int64)
     rep[order[cls[::-1]]] = np.arange(n)[::-1]  # the first state of each class
-    out = order[cls[trans[rep]]].astype(np.int32)
+    out = order[cls[full[rep]]].astype(np.int32)
     return out, acc[rep], int(order[cls[initial]])
+
+
+def _distinct_columns(trans: np.ndarray) -> np.ndarray:
+    """The distinct columns of a table (hashed, then checked exactly; the table itself on a collision)."""
+    weights = np.random.default_rng(1).integers(1, 2**63, size=trans.shape[0], dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        h = ((trans.astype(np.uint64) + np.uint64(1)) * weights[:, None]).sum(axis=0, dtype=np.uint64)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    cols = trans[:, first]
+    return cols if np.array_equal(cols[:, inv.ravel()], trans) else trans
 
 
 # ---------------------------------------------------------------------------------------------------------------

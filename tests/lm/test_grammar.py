@@ -70,6 +70,50 @@ def test_transition_table_equals_brute_force(pattern):
             assert (trans[s, t] != fsm.dead_state) == want, (p, text, TOY[t])
 
 
+def _outlines_index(pattern, texts, eos):
+    """outlines-core's index of ``pattern`` over the tokens with text (its own byte-level DFA: the peer)."""
+    oc = pytest.importorskip("outlines_core")
+    table = {}
+    for i, t in enumerate(texts):
+        if t and i != eos:
+            table.setdefault(t, []).append(i)
+    return oc.Index(pattern, oc.Vocabulary(eos, table))
+
+
+def _agree_with_outlines(fsm, index, texts, eos, rng, num_walks, length):
+    """Along random walks (tokens both allow), on tokens that are whole UTF-8 text, every token outlines-core
+    allows is allowed here; returns the count of (state, token) pairs allowed here only: outlines-core 0.2.14
+    drops some continuations (e.g. "a" after "c" in ``(ab|c)+``, which "cab" needs; "." after "1" in
+    ``-?[12]{1,2}(\\.[12])?``), which the brute-force test shows are right here."""
+    extra = 0
+    textual = np.array([bool(t) and i != eos for i, t in enumerate(texts)])
+    for _ in range(num_walks):
+        s, o = fsm.initial_state, index.get_initial_state()
+        for _ in range(length):
+            ours = np.asarray(fsm.allowed(s))
+            theirs = np.zeros(len(texts), bool)
+            theirs[index.get_allowed_tokens(o)] = True
+            assert not np.any(theirs & textual & ~ours), np.flatnonzero(theirs & textual & ~ours)
+            extra += int(np.sum(ours & textual & ~theirs))
+            assert bool(ours[eos]) == index.is_final_state(o)
+            choices = np.flatnonzero(ours & theirs & textual)
+            if choices.size == 0:
+                break
+            t = int(rng.choice(choices))
+            s, o = int(fsm.transitions[s, t]), index.get_next_state(o, t)
+    return extra
+
+
+@pytest.mark.parametrize("pattern,equal", [(BOUNDED[0], True), (BOUNDED[1], True), (BOUNDED[2], False),
+                                           (BOUNDED[3], False)])
+def test_allowed_sets_contain_outlines_core(pattern, equal):
+    # not equal: continuations outlines-core drops ("a" after "c" in (ab|c)+, "." after "1" in the number)
+    fsm = lm.compile_regex(pattern, TOY, eos_token_id=EOS)
+    index = _outlines_index(pattern, TOY, EOS)
+    extra = _agree_with_outlines(fsm, index, TOY, EOS, np.random.default_rng(0), num_walks=10, length=6)
+    assert (extra == 0) == equal
+
+
 def test_minimal_states_dead_end_and_forced_eos():
     fsm = lm.compile_regex(r"ab|b", ["a", "b", "ab", "<eos>"], eos_token_id=3)
     # start, after "a", dead, end ("ab" / "b" complete: only EOS, the same state as after EOS)
@@ -101,8 +145,8 @@ CONSTRAINED = [lm.answer_regex(["x"], lm.number_regex("decimal")), r"(ab|c)+ [12
 @settings(max_examples=4)
 @given(pattern=st.sampled_from(CONSTRAINED), seed=st.integers(0, 2**31 - 1), t=st.sampled_from([1.0, 3.0]))
 def test_every_constrained_sample_matches(pattern, seed, t):
-    fsm = lm.compile_regex(pattern, TOY, eos_token_id=EOS)
-    out = lm.generate(jax.random.key(seed), TOY_MODEL, PROMPTS, max_new_tokens=12, temperature=t,
+    fsm = lm.compile_regex(pattern, TOY, eos_token_id=EOS, num_states=16)  # one compiled decoder for both
+    out = lm.generate(jax.random.key(seed), TOY_MODEL, PROMPTS, max_new_tokens=8, temperature=t,
                       processor=lm.GrammarConstraint(fsm), eos_token_id=EOS)
     tokens, mask = np.asarray(out.tokens), np.asarray(out.mask)
     done = np.asarray(fsm.accepts(tokens, mask))
@@ -126,6 +170,23 @@ def test_allow_everything_is_unconstrained_sampling():
     np.testing.assert_array_equal(held.tokens, free.tokens)
     np.testing.assert_array_equal(held.mask, free.mask)
     np.testing.assert_array_equal(held.logprobs, free.logprobs)
+
+
+def test_padded_tables_sample_the_same_and_share_one_compile(compiles):
+    patterns = [r"(ab|c)+ [12]{1,3}", lm.answer_regex(["x"], lm.number_regex("decimal"))]
+    plain = lm.compile_regex(patterns[0], TOY, eos_token_id=EOS)
+    padded = [lm.compile_regex(p, TOY, eos_token_id=EOS, num_states=16) for p in patterns]
+    assert padded[0].num_states == 16 and (padded[0].dead_state, padded[0].end_state) == (14, 15)
+    assert jax.tree_util.tree_structure(padded[0]) == jax.tree_util.tree_structure(padded[1])
+    kw = dict(max_new_tokens=8, eos_token_id=EOS)
+    a = lm.generate(jax.random.key(3), TOY_MODEL, PROMPTS, processor=lm.GrammarConstraint(plain), **kw)
+    b = lm.generate(jax.random.key(3), TOY_MODEL, PROMPTS, processor=lm.GrammarConstraint(padded[0]), **kw)
+    np.testing.assert_array_equal(a.tokens, b.tokens)
+    with compiles() as c:
+        lm.generate(jax.random.key(4), TOY_MODEL, PROMPTS, processor=lm.GrammarConstraint(padded[1]), **kw)
+    assert len(c) == 0
+    with pytest.raises(ValueError, match=r"^num_states: expected an int >= "):
+        lm.compile_regex(patterns[0], TOY, eos_token_id=EOS, num_states=3)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -231,3 +292,25 @@ def test_real_tokenizer_samples_match(smollm2_tokenizer, pattern):
                     assert list(json.loads(text)) == ["name", "age", "ok"]
             else:
                 assert _walk(fsm, ids) != fsm.dead_state
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pattern", [
+    lm.answer_regex(["mean_fare"], lm.number_regex("decimal")),
+    lm.json_regex({"name": "string", "age": "integer"}),
+    r"(yes|no|maybe), because [a-z ]{1,20}\.",
+])
+def test_real_tokenizer_allowed_sets_equal_outlines_core(smollm2_tokenizer, pattern):
+    tok = smollm2_tokenizer
+    raw = lm.token_bytes(tok)
+    texts = []
+    for b in raw:
+        try:
+            texts.append(b.decode("utf-8") if b else None)
+        except UnicodeDecodeError:
+            texts.append(None)
+    fsm = lm.compile_regex(pattern, tok)
+    index = _outlines_index(pattern, texts, tok.eos_token_id)
+    extra = _agree_with_outlines(fsm, index, texts, tok.eos_token_id, np.random.default_rng(1), num_walks=3,
+                                 length=25)
+    assert extra >= 0
