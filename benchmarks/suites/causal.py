@@ -872,9 +872,14 @@ def _study_verdict(cells):
                "includes zero at this number of seeds and settings." if pairs.size > 1 and pairs.mean() - half <= 0
                else ""))
     if weak_small:
+        best = max(v for g in groups.values() for x, v in g.items() if x in _TRUTH_METRICS and np.isfinite(v))
         return "reproduced in kind", text + (
-            "\n\nThe true-graph metrics are weak proxies at small N, but they are not clearly better at large N "
-            "or in low-entropy settings here.")
+            f"\n\nThe weak correlations reproduce: no true-graph metric reaches a mean rho of {_STRONG} at any N "
+            f"(the largest single-group rho is {best:.2f}). Their dependence on N and entropy does not clear the "
+            "rule: the rho at small N is "
+            + ("lower, by the paired figure above" if worse_small else "not lower")
+            + f", but across groups it does not fall with the exact posterior's entropy (rho {rho_ent:+.2f}; "
+            "d = 4 and 5 pooled, whose entropies differ in scale).")
     return "not reproduced", text + "\n\nMost true-graph metrics correlate strongly even at small N."
 
 
