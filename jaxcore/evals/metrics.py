@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxcore._util import check_int, check_key, check_scalar, expected
+from jaxcore._util import check_int, check_key, check_scalar, expected, is_concrete
 
 __all__ = [
     "STATISTICS",
@@ -189,7 +189,8 @@ def table_metric(key, statistic: str, *arrays: ArrayLike, mask: ArrayLike | None
     Raises:
         TypeError: a bad key.
         ValueError: an unknown statistic, a wrong number of arrays, shapes that differ, an empty item axis,
-            non-finite values, ``num_resamples`` < 10 or ``level`` outside (0, 1).
+            non-finite values, ``num_resamples`` < 10 or ``level`` outside (0, 1). Traced arrays (a call
+            inside the caller's ``jit``) are checked for shape only.
 
     References:
         Y. Huang, L. Sun, H. Wang, et al. "Position: TrustLLM: Trustworthiness in Large Language Models."
@@ -212,6 +213,12 @@ def table_metric(key, statistic: str, *arrays: ArrayLike, mask: ArrayLike | None
     num_resamples = check_int(num_resamples, "num_resamples", minimum=10)
     level = check_scalar(level, "level", low=0.0, high=1.0, low_open=True, high_open=True)
     fl = jnp.result_type(float)
+    if not is_concrete(arrays, mask):  # inside the caller's jit: shapes are checked, values cannot be
+        xs = tuple(jnp.asarray(a, fl) for a in arrays)
+        if any(x.shape != xs[0].shape for x in xs) or xs[0].ndim == 0:
+            raise ValueError(expected("arrays", "arrays [..., N] of one shape", [x.shape for x in xs], raw=True))
+        m = jnp.ones(xs[0].shape, bool) if mask is None else jnp.broadcast_to(jnp.asarray(mask, bool), xs[0].shape)
+        return _table(key, xs, m, statistic, num_resamples, level)
     conv = []
     for i, a in enumerate(arrays):
         x = np.asarray(a)

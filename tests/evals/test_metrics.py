@@ -100,3 +100,11 @@ def test_bad_inputs():
         evals.refuse_to_answer_rate(jax.random.key(0), np.ones(3, bool), level=1.0)
     with pytest.raises(ValueError, match="table: expected every row"):
         evals.chi_square_test([[0, 0], [1, 2]])
+
+
+def test_inside_the_callers_jit():
+    x = np.random.default_rng(2).random((3, 30)) < 0.5
+    eager = evals.refuse_to_answer_rate(jax.random.key(4), x, num_resamples=20)
+    traced = jax.jit(lambda k, a: evals.refuse_to_answer_rate(k, a, num_resamples=20))(jax.random.key(4), x)
+    for a, b in zip(eager, traced):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)
