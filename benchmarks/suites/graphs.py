@@ -612,10 +612,21 @@ def _dynamic_verdict(cells):
             f"At n >= 100,000 the dynamic algorithm's ARI stays within {_ARI_GAP} of full spectral clustering's at "
             "every step, its update time per fixed-size batch does not grow with n (exponent's 95% upper bound "
             "< 0.25) and its query time grows sublinearly (upper bound < 1).")
+    why = ""
+    if not ok_time:
+        why = (" The likely cause (read from the code, not profiled here): each update_clustering runs three "
+               "jitted programs (add_edges, update_sparsifier, update_contracted) that return fresh copies of the "
+               "graph's, the sparsifier's and the contracted graph's buffers, O(n + m) in size, with no buffer "
+               "donation, so a fixed-size batch costs memory traffic that grows with n: the algorithm's O(1) "
+               "amortised update is not what this implementation's update costs. The machine's load (average 25-30 on 2 cores during "
+               "the run) makes single times noisy (the non-monotone rows above), but not a "
+               f"{m[f'graphs.scaling.update_ms.n{ns[-1]}'] / m[f'graphs.scaling.update_ms.n{ns[0]}']:.0f}-fold growth "
+               f"of the update time over a {ns[-1] / ns[0]:.0f}-fold range of n.")
     if any(big) or ok_time:
-        return "reproduced in kind", text + "\n" + ("Part of the rule holds: quality within "
-                                             f"{_ARI_GAP} at n >= 100,000: {all(big)}; time exponents: {ok_time}.")
-    return "not reproduced", text + "\nNeither the quality nor the time part of the rule holds."
+        return "reproduced in kind", text + "\n" + ("Part of the rule holds: the ARI within "
+                                             f"{_ARI_GAP} of full spectral clustering at n >= 100,000: {all(big)}; "
+                                             f"update and query time exponents within the rule: {ok_time}." + why)
+    return "not reproduced", text + "\nNeither the quality nor the time part of the rule holds." + why
 
 
 register_reproduction(Reproduction(
