@@ -174,10 +174,14 @@ def _char_dfa(pattern: str):
         re.compile(pattern)
     except re.error as exc:
         raise ValueError(expected("pattern", "a valid regular expression", f"{pattern!r} ({exc})", raw=True)) from exc
+    body = pattern[1:] if pattern.startswith("^") else pattern  # anchors at the ends: no-ops for a full match
+    if body.endswith("$") and (len(body) - 1 - len(body[:-1].rstrip("\\"))) % 2 == 0:  # not an escaped "\\$"
+        body = body[:-1]
     try:
-        fsm = interegular.parse_pattern(pattern).to_fsm()
+        fsm = interegular.parse_pattern(body).to_fsm()
     except Exception as exc:  # noqa: BLE001 - interegular raises its own classes for unsupported syntax
-        raise ValueError(expected("pattern", "a regular expression without backreferences or lookarounds",
+        raise ValueError(expected("pattern", "a regular expression without backreferences, lookarounds, \\b or "
+                                  "anchors other than a leading ^ and a trailing $",
                                   f"{pattern!r} ({type(exc).__name__}: {exc})", raw=True)) from exc
     states = sorted(fsm.states)
     index = {s: i for i, s in enumerate(states)}
@@ -356,7 +360,9 @@ def compile_regex(pattern: str, vocabulary, *, eos_token_id: int | None = None,
 
     Args:
         pattern: a Python regular expression (the subset ``interegular`` parses: no backreferences,
-            no lookarounds), matched against the whole generated text.
+            lookarounds or ``\\b``; a leading ``^`` and a trailing ``$`` are dropped, being implied),
+            matched against the whole generated text. ``\\w``, ``\\d`` and ``\\s`` are ASCII classes
+            here (Python's are Unicode): a subset, so every text allowed still matches in Python.
         vocabulary: a :class:`Tokenizer` (token texts from :func:`token_bytes`, the leading-space
             marker decoded), or a sequence of token texts (``str``, UTF-8 ``bytes``, ``None`` for a
             token never allowed), one per id.

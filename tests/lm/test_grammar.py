@@ -122,6 +122,8 @@ def test_minimal_states_dead_end_and_forced_eos():
     assert np.asarray(fsm.accepting).tolist() == [False, False, False, True]
     assert fsm.accepts([[0, 1, 3], [2, 3, 3], [1, 1, 3]], [[1, 1, 1], [1, 1, 0], [1, 1, 1]]).tolist() == [
         True, True, False]
+    anchored = lm.compile_regex(r"^ab|b$", ["a", "b", "ab", "<eos>"], eos_token_id=3)  # ends' anchors: implied
+    np.testing.assert_array_equal(anchored.transitions, fsm.transitions)
 
 
 def test_bytes_vocabulary_and_the_tokenizer_spelling():
@@ -244,6 +246,8 @@ def test_number_regex(kind, good, bad):
 @pytest.mark.parametrize("call,exc,match", [
     (lambda: lm.compile_regex("(a", TOY, eos_token_id=EOS), ValueError, r"^pattern: expected a valid regular"),
     (lambda: lm.compile_regex(r"(a)\1", TOY, eos_token_id=EOS), ValueError, r"^pattern: expected a regular expr"),
+    (lambda: lm.compile_regex(r"\bab", TOY, eos_token_id=EOS), ValueError, r"^pattern: expected a regular expr"),
+    (lambda: lm.compile_regex("a$b", TOY, eos_token_id=EOS), ValueError, r"^pattern: expected a regular expr"),
     (lambda: lm.compile_regex("é+", TOY, eos_token_id=EOS), ValueError, r"^pattern: expected a pattern that some"),
     (lambda: lm.compile_regex("a{2}q", TOY, eos_token_id=EOS), ValueError, r"^pattern: expected a pattern that"),
     (lambda: lm.compile_regex(3, TOY, eos_token_id=EOS), TypeError, r"^pattern: expected a str"),
