@@ -341,3 +341,20 @@ def test_real_tokenizer_allowed_sets_equal_outlines_core(smollm2_tokenizer, patt
     extra = _agree_with_outlines(fsm, index, texts, tok.eos_token_id, np.random.default_rng(1), num_walks=3,
                                  length=25)
     assert extra >= 0
+
+
+@pytest.mark.slow
+def test_constrained_generate_shards_prompts():
+    # the [B] grammar states and the [B, V] masks stay split with the prompts; the table is replicated
+    from ..distributed import _sharding as S
+
+    fsm = lm.compile_regex(CONSTRAINED[1], TOY, eos_token_id=EOS, num_states=16)
+    proc = lm.GrammarConstraint(fsm)
+    prompts = np.tile(PROMPTS, (2, 1))  # B = 8
+    run = S.check_sharded(
+        lambda m, p, k: lm.generate(k, m, p, max_new_tokens=6, processor=proc, eos_token_id=EOS, check_ids=False,
+                                    check_logits=False),
+        (TOY_MODEL, prompts, jax.random.key(2)), 8, (False, True, False),
+        select=lambda out: (out.tokens, out.logprobs), max_memory_ratio=0.95, rtol=1e-5, atol=1e-5)
+    for row, m in zip(np.asarray(run.many.tokens), np.asarray(run.many.mask)):
+        assert _walk(fsm, row[m].tolist()) != fsm.dead_state
