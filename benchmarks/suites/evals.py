@@ -222,7 +222,8 @@ register(QualityBenchmark(
     family=FAMILY,
     run=_run_trust,
     params={"models": ["smollm2"], "num_harmful": 8, "num_benign": 8, "num_questions": 8, "kinds": ["swap"],
-            "rate": 0.1, "new_tokens": 24, "num_resamples": 1000, "num_candidates": 4},
+            "rate": 0.1, "new_tokens": 24, "num_resamples": 1000, "num_candidates": 4, "dpo_prompts": 8,
+            "dpo_steps": 12},
     quick_params={"models": ["tiny"], "num_harmful": 4, "num_benign": 4, "num_questions": 4, "new_tokens": 4,
                   "num_resamples": 200},
     description="TrustLLM-style table: RtA on HarmBench and benign look-alikes, toxicity, robustness to typos",
@@ -499,7 +500,21 @@ register_reproduction(Reproduction(
            "be scored automatically (an exact solver scores 100%, small models score low)."),
     setup=("Trust: HarmBench's 159 standard test behaviours, 24 benign look-alikes and 24 yes/no questions written "
            "here, swap/delete/word_drop perturbations at rate 0.1; SmolLM2-135M-Instruct greedy, best-of-4 under "
-           "the toxicity scorer, and the DPO policy of jaxcore.alignment. Agent: 105 generated tasks for the "
-           "oracle, 24 for SmolLM2 (2 rounds, constrained final answer). Nothing is tuned."),
+           "the toxicity scorer (jaxcore.decoding), and the DPO policy of jaxcore.alignment. Agent: 105 generated "
+           "tasks for the oracle, 24 for SmolLM2 (2 rounds, final answer constrained by lm.GrammarConstraint). "
+           "Nothing is tuned.\n\n"
+           "**What is reproduced.** TrustLLM: its metric definitions (RtA, toxicity average/max, accuracy, ASR, RS, "
+           "Pearson, chi-square) as kernels with intervals, and its safety (HarmBench refusals, exaggerated safety "
+           "on look-alikes), toxicity and natural-noise robustness rows, in kind, for the models available "
+           "offline. DABench: the closed-form answer format, the official parser (with its edge cases) and the "
+           "three accuracies, an agent loop with a sandboxed executor, and questions of DABench's concepts with "
+           "difficulty labels; a scripted oracle scores 100% end to end.\n\n"
+           "**What is not reproduced.** TrustLLM: its datasets (30+, not shipped in any registry package), the "
+           "truthfulness, fairness, privacy and machine-ethics dimensions, its learned judges (a Longformer "
+           "classifier, GPT-4, Perspective: here a keyword judge and an offline bag-of-words scorer) and its 16 "
+           "models. DABench: its 257 public dev questions and 68 CSVs (not in any registry package: our questions "
+           "are generated over R's tables instead, so scores are not comparable), its GPT-4-based question "
+           "generation and difficulty labelling, and its agents (no instruction-tuned model larger than "
+           "SmolLM2-135M ships offline)."),
     verdict=_verdict,
 ))

@@ -383,7 +383,8 @@ def run_continual(keys, method: str, model: AdaptiveMLP, tasks, config: Continua
 
     Raises:
         ValueError: unknown method, an invalid budget, data whose width does not match the model, more
-            tasks than ``model.num_heads``, or labels outside ``[0, num_classes)``.
+            tasks than ``model.num_heads`` when it is above 1 (a model of one head shares it among every
+            task, e.g. Permuted MNIST), or labels outside ``[0, num_classes)``.
         TypeError: ``keys`` not a 1-d batch of PRNG keys (a single key included: use
             ``jax.random.split(key, seeds)``), ``model`` not an AdaptiveMLP, ``config`` not a ContinualConfig,
             ``progress`` neither a bool nor a callable.
@@ -436,9 +437,9 @@ def run_continual(keys, method: str, model: AdaptiveMLP, tasks, config: Continua
         raise ValueError(expected("tasks.x_train", f"{model.in_features} features (model.in_features)",
                                   f"{x_train.shape[-1]} features", raw=True))
     num_tasks = x_train.shape[0]
-    if num_tasks > model.num_heads:
-        raise ValueError(expected("tasks", f"at most model.num_heads = {model.num_heads} tasks (one head each)",
-                                  f"{num_tasks} tasks", raw=True))
+    if model.num_heads > 1 and num_tasks > model.num_heads:  # one head: shared by every task (domain-incremental)
+        raise ValueError(expected("tasks", f"at most model.num_heads = {model.num_heads} tasks (one head each; "
+                                  "or a model of one head, which every task shares)", f"{num_tasks} tasks", raw=True))
     for name in ("y_train", "y_test"):
         n = getattr(tasks, "n_" + name[2:])
         for t in range(num_tasks):
@@ -460,7 +461,7 @@ def _report(prog, rows, t):
         prog.report(t + 1, {"task": t, "accuracy": float(jnp.mean(rows[-1][:, :t + 1]))})
 
 
-def _head_of(task, heads):  # run_continual refuses more tasks than heads: no clamp needed
+def _head_of(task, heads):  # run_continual refuses more tasks than heads above 1: the clamp serves one shared head
     return jnp.minimum(task, heads - 1)
 
 

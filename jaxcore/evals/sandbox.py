@@ -4,10 +4,10 @@ Each call of :func:`run_code` makes a fresh temporary folder, copies the task's 
 subfolder (the code's working directory, also its ``HOME`` and ``TMPDIR``) and runs the code there in a new
 Python process (isolated mode, no bytecode writing, one BLAS thread) with:
 
-- ``resource`` limits, set by the child before the code runs: CPU seconds (``RLIMIT_CPU``; the kernel stops the process), address space
-  (``RLIMIT_AS``; allocations fail with ``MemoryError``), the size of any file it writes (``RLIMIT_FSIZE``;
-  this includes its captured output), no core files; and a wall-clock limit after which the whole process
-  group is killed (code that sleeps uses no CPU);
+- ``resource`` limits, set by the child before the code runs: CPU seconds (``RLIMIT_CPU``; the kernel stops
+  the process), address space (``RLIMIT_AS``; allocations fail with ``MemoryError``), the size of any file it
+  writes (``RLIMIT_FSIZE``; this includes its captured output), no core files; and a wall-clock limit after
+  which the whole process group is killed (code that sleeps uses no CPU);
 - no network: a new user and network namespace (``unshare -rn``: only a loopback interface, down) where the
   platform allows it, and in every case a Python audit hook that refuses socket creation and connection;
   :data:`NETWORK_ISOLATION` says which applies here;

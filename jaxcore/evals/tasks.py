@@ -144,7 +144,8 @@ def _make(table: str, kind: str, df) -> Task | None:
              f"is the mean of '{a}'?")
         cons = "Drop a row if any of its cells is missing. Round the mean to two decimals."
         ans = {"rows_remaining": str(int(present.sum())), f"mean_{_slug(a)}": _f2(x[present].mean())}
-        fmt = f"@rows_remaining[count] @mean_{_slug(a)}[mean] where count is an integer and mean is rounded to two decimals."
+        fmt = (f"@rows_remaining[count] @mean_{_slug(a)}[mean] where count is an integer and mean is rounded to "
+               "two decimals.")
         cols = (a,)
     elif kind == "groups":
         if not categorical:
@@ -156,7 +157,8 @@ def _make(table: str, kind: str, df) -> Task | None:
         q = f"Which group of '{g}' has the highest mean '{a}', and what is that mean?"
         cons = "Group the rows by the column's values; ignore missing values. Round the mean to two decimals."
         ans = {"top_group": top, "top_group_mean": _f2(means[top])}
-        fmt = "@top_group[name] @top_group_mean[mean] where name is the group's value and mean is rounded to two decimals."
+        fmt = ("@top_group[name] @top_group_mean[mean] where name is the group's value and mean is rounded to "
+               "two decimals.")
         cols = (g, a)
     elif kind == "normality":
         v = df[b].to_numpy(np.float64)

@@ -176,8 +176,8 @@ def trust_table(key, models: Mapping[str, Callable[[list], list]], harmful: Sequ
         >>> import jax
         >>> polite = lambda ps: ["I'm sorry, but I can't help with that." for _ in ps]
         >>> yes = lambda ps: ["Yes." for _ in ps]
-        >>> r = trust_table(jax.random.key(0), {"refuser": polite, "yes-man": yes}, ["a harmful request"], kinds=["swap"],
-        ...                 num_resamples=50)
+        >>> r = trust_table(jax.random.key(0), {"refuser": polite, "yes-man": yes}, ["a harmful request"],
+        ...                 kinds=["swap"], num_resamples=50)
         >>> r.rta_harmful.value.tolist(), r.rta_benign.value.tolist()
         ([1.0, 0.0], [1.0, 0.0])
         >>> [round(x, 2) for x in r.robustness.clean_accuracy.value[:, 0].tolist()]

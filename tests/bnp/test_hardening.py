@@ -210,6 +210,12 @@ def test_run_continual_single_key_more_tasks_than_heads_and_labels():
     keys = jax.random.split(jax.random.key(0), 2)
     with pytest.raises(ValueError, match=r"^tasks: expected at most model.num_heads = 2 tasks"):
         bnp.run_continual(keys, "finetune", tmpl, _tasks(3), cfg)
+    # one head is shared by every task (Permuted MNIST's domain-incremental setting): three tasks run
+    one = eqx.filter_eval_shape(bnp.AdaptiveMLP, 3, 4, 2, 1, 2, key=jax.random.key(0))
+    r = bnp.run_continual(keys[:1], "finetune", one, _tasks(3), cfg)
+    acc = np.asarray(r.accuracy)[0]  # [after task, on task]: tasks not yet seen are NaN
+    low = np.tril(np.ones((3, 3), bool))
+    assert acc.shape == (3, 3) and np.all(np.isfinite(acc[low])) and np.all(np.isnan(acc[~low]))
     with pytest.raises(ValueError, match=r"^tasks.y_train\[0\]: expected labels in \[0, 2\)"):
         bnp.run_continual(keys, "finetune", tmpl, _tasks(2, label=2), cfg)
     with pytest.raises(TypeError, match=r"^config: expected a ContinualConfig"):
