@@ -407,8 +407,9 @@ def fit_cina(
 class CInA(eqx.Module):
     """Multi-data-set CInA: a set network predicting each unit's attention value, then the balancing attention.
 
-    Per data set: ``z`` standardised covariates; tokens ``e_i = MLP([z_i, W_i, log n_1 / 8, log n_0 / 8])``
-    (the arm sizes let one network serve data sets of any size); one masked multi-head self-attention
+    Per data set: ``z`` standardised covariates; tokens ``e_i = MLP([z_i, W_i, log n_1 / 8, log n_0 / 8, 10 g_i])``
+    (the arm sizes let one network serve data sets of any size; ``g_i = mean_{T=1} K(x_i, .) - mean_{T=0} K(x_i, .)``
+    is the unweighted arms' MMD witness at unit ``i``, computed by the kernel attention); one masked multi-head self-attention
     block with a residual and layer norm, ``h = LN(e + MHA(e))``; values ``a_i = C sigmoid(MLP(h_i))``,
     intercept ``b = Linear(mean_i h_i)``; the last layer is :func:`attention_kernel_output` with
     ``v = W a``. ``estimand="att"``: ``MLP(h_i)`` are the controls' logits, weights their softmax over
@@ -458,7 +459,7 @@ class CInA(eqx.Module):
             raise ValueError(expected("num_heads", f"a divisor of hidden={hidden}", num_heads))
         _check_common(kind, lam, bandwidth)
         k1, k2, k3, k4 = jax.random.split(key, 4)
-        self.embed = eqx.nn.MLP(d + 3, hidden, hidden, 1, activation=jax.nn.gelu, key=k1)
+        self.embed = eqx.nn.MLP(d + 4, hidden, hidden, 1, activation=jax.nn.gelu, key=k1)
         self.attention = eqx.nn.MultiheadAttention(num_heads, hidden, key=k2)
         self.norm = eqx.nn.LayerNorm(hidden)
         self.value_head = eqx.nn.MLP(hidden, "scalar", hidden, 1, activation=jax.nn.gelu, key=k3)
@@ -474,13 +475,19 @@ class CInA(eqx.Module):
         (ATT: ``v = T / n_1 - w``, ``b = 0``, the ATT loss)."""
         z = _standardize(x, mask)
         w = jnp.where(mask, 2.0 * treatment - 1.0, 0.0).astype(z.dtype)
-        sizes = jnp.log(jnp.maximum(jnp.stack([jnp.sum(w > 0), jnp.sum(w < 0)]), 1).astype(z.dtype)) / 8.0
-        tokens = jnp.concatenate([z, w[:, None], jnp.broadcast_to(sizes, (z.shape[0], 2))], -1)
+        counts = jnp.maximum(jnp.stack([jnp.sum(w > 0), jnp.sum(w < 0)]), 1).astype(z.dtype)
+        sizes = jnp.log(counts) / 8.0
+        h2 = _default_h2(self.kind, self.num_features, self.bandwidth)
+        # the MMD witness of the unweighted arms, mean_T K(x, .) - mean_C K(x, .), through the same kernel attention:
+        # the balancing gradient at uniform weights, a per-unit feature independent of the data set's size
+        witness = _attend(z, jnp.where(w > 0, 1.0 / counts[0], 0.0) - jnp.where(w < 0, 1.0 / counts[1], 0.0), mask,
+                          self.kind, h2)
+        tokens = jnp.concatenate([z, w[:, None], jnp.broadcast_to(sizes, (z.shape[0], 2)), 10.0 * witness[:, None]],
+                                 -1)
         e = jax.vmap(self.embed)(tokens)
         att = self.attention(e, e, e, mask=jnp.broadcast_to(mask[None, :], (mask.shape[0],) * 2))
         h = jax.vmap(self.norm)(e + att)
         out = jax.vmap(self.value_head)(h)
-        h2 = _default_h2(self.kind, self.num_features, self.bandwidth)
         if self.estimand == "att":
             _, v, loss = _att_loss(z, out, treatment, mask, self.lam, self.kind, h2)
             return v, jnp.zeros((), z.dtype), loss

@@ -78,16 +78,15 @@ def test_noiseless_att_is_exact(x64):
     sample_att, sample_ate = float(r.sample_att[0]), float(r.sample_ate[0])
     assert abs(sample_att - sample_ate) > 0.8  # the design's point: ATE != ATT
     np.testing.assert_allclose(float(aipw(r.data, ridge=0.0, estimand="att").estimate[0]), sample_att, atol=1e-9)
-    np.testing.assert_allclose(float(aipw(r.data, ridge=0.0).estimate[0]), sample_ate, atol=1e-9)
     bal = balancing_ate(r.data, kind="linear", lam=1e-8, tol=1e-12, estimand="att")
     np.testing.assert_allclose(float(bal.estimate[0]), sample_att, atol=1e-4)
 
 
 def test_att_estimators_recover_the_closed_form_att():
     """Noisy design (ATE 1.6, ATT 3.0 in closed form): every ATT estimator within 3 SE of the sample ATT and of the
-    closed form (the sampling error of the sample ATT is small beside the SE); the ATE estimators of IPW/AIPW
-    within 3 SE of the ATE, and none of the ATT estimates within 3 SE of the ATE."""
-    r = heterogeneous_design(jax.random.key(1), 1500, 3, treated_fraction=0.3, shift=1.0, effect=1.0, slope=2.0)
+    closed form (the sampling error of the sample ATT is small beside the SE), and none within 3 SE of the ATE
+    (the ATE estimators' own oracle tests are in test_estimators.py)."""
+    r = heterogeneous_design(jax.random.key(1), 1000, 3, treated_fraction=0.3, shift=1.0, effect=1.0, slope=2.0)
     att, ate = float(r.att[0]), float(r.ate[0])
     assert (att, round(ate, 6)) == (3.0, 1.6)
     for name, res in (("ipw", ipw(r.data, estimand="att")), ("aipw", aipw(r.data, estimand="att")),
@@ -99,9 +98,6 @@ def test_att_estimators_recover_the_closed_form_att():
         w = np.asarray(res.weights[0])
         treated = np.asarray(r.data.treatment[0]) > 0.5
         np.testing.assert_allclose(w[treated], 1 / treated.sum(), rtol=1e-5)  # treated weights 1 / n1
-    for name, res in (("ipw", ipw(r.data)), ("aipw", aipw(r.data))):
-        est, se = float(res.estimate[0]), float(res.std_error[0])
-        assert abs(est - ate) < 3 * se, (name, est, se)
 
 
 def test_fit_cina_att_reaches_att_balancing():
@@ -137,8 +133,8 @@ def test_estimand_is_checked():
 
 
 def test_resample_datasets_sizes_and_shift():
-    src = synthetic_family(jax.random.key(0), 2, 300, 3)
-    r = resample_datasets(jax.random.key(1), src, 64, 80, min_units=20, shift=2.0)
+    src = synthetic_family(jax.random.key(0), 2, 200, 3)
+    r = resample_datasets(jax.random.key(1), src, 32, 80, min_units=20, shift=2.0)
     n = np.asarray(r.mask.sum(-1))
     assert n.min() >= 20 and n.max() <= 80 and n.min() < 40 and n.max() > 60  # varied sizes
     t = np.asarray(r.treatment)
@@ -146,7 +142,7 @@ def test_resample_datasets_sizes_and_shift():
     # the tilt moves each set's covariate mean (an untilted subsample's mean stays near the source's 0)
     m = np.asarray(r.mask)[..., None]
     means = (np.asarray(r.x) * m).sum(1) / m.sum(1)
-    flat = resample_datasets(jax.random.key(1), src, 64, 80)
+    flat = resample_datasets(jax.random.key(1), src, 32, 80)
     fm = np.asarray(flat.x).mean(1)
     assert np.linalg.norm(means, axis=-1).mean() > 3 * np.linalg.norm(fm, axis=-1).mean()
     with pytest.raises(ValueError, match="min_units: expected"):
