@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from jaxcore import lm
@@ -159,6 +159,43 @@ def test_every_constrained_sample_matches(pattern, seed, t):
         else:  # cut by max_new_tokens: a live prefix
             assert _walk(fsm, ids) != fsm.dead_state
     assert np.all(np.isfinite(np.asarray(out.logprobs)))
+
+
+def _regexes():
+    leaf = st.sampled_from(["a", "b", "c", "1", "2", "x", " ", "[ab]", "[^a]", r"\d", "."])
+    return st.recursive(leaf, lambda inner: st.one_of(
+        st.tuples(inner, inner).map(lambda p: p[0] + p[1]),
+        st.tuples(inner, inner).map(lambda p: f"({p[0]}|{p[1]})"),
+        st.tuples(inner, st.sampled_from(["?", "*", "+", "{1,2}"])).map(lambda p: f"({p[0]}){p[1]}"),
+    ), max_leaves=6)
+
+
+def _random_pattern_samples_match(pattern, seed):
+    try:
+        fsm = lm.compile_regex(pattern, TOY, eos_token_id=EOS, num_states=16)  # the sampling tests' decoder
+    except ValueError:  # more than 16 states, or nothing in TOY can spell a match
+        assume(False)
+    out = lm.generate(jax.random.key(seed), TOY_MODEL, PROMPTS, max_new_tokens=8,
+                      processor=lm.GrammarConstraint(fsm), eos_token_id=EOS)
+    for row, m in zip(np.asarray(out.tokens), np.asarray(out.mask)):
+        ids = row[m].tolist()
+        if ids[-1] == EOS:
+            assert re.fullmatch(pattern, _text(ids)), (pattern, _text(ids))
+        else:
+            assert _walk(fsm, ids) != fsm.dead_state
+
+
+@settings(max_examples=6)
+@given(pattern=_regexes(), seed=st.integers(0, 2**31 - 1))
+def test_random_patterns_samples_match(pattern, seed):
+    _random_pattern_samples_match(pattern, seed)
+
+
+@pytest.mark.slow
+@settings(max_examples=100)
+@given(pattern=_regexes(), seed=st.integers(0, 2**31 - 1))
+def test_random_patterns_samples_match_deep(pattern, seed):
+    _random_pattern_samples_match(pattern, seed)
 
 
 def test_allow_everything_is_unconstrained_sampling():
