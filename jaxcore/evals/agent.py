@@ -34,17 +34,19 @@ AGENT_INSTRUCTIONS = (
     "scipy are available) in one ```python block; you will see what it prints. When you know the answer, reply "
     "with it in exactly the requested format."
 )
-_CODE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_CODE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
 
 
 def extract_code(text: str) -> str | None:
     """The first fenced code block of a reply (```` ```python ... ``` ````), or None.
 
+    A block left open at the end of the reply (a model cut off by its token limit) runs to the end.
+
     Examples:
         >>> extract_code("Let me compute.\\n```python\\nprint(1)\\n```")
         'print(1)\\n'
-        >>> extract_code("no code") is None
-        True
+        >>> extract_code("```python\\nx = 1\\nprint(x"), extract_code("no code") is None
+        ('x = 1\\nprint(x', True)
     """
     m = _CODE.search(text)
     return m.group(1) if m else None

@@ -81,3 +81,12 @@ def test_bad_models():
         evals.run_agent(lambda ps: ps, [task], num_rounds=0)
     with pytest.raises(ValueError, match="tables: expected"):
         evals.make_tasks(["nope"])
+
+
+def test_a_code_block_cut_off_by_the_token_limit_still_runs():
+    task = evals.make_tasks(["women"], ["summary"])[0]
+    model, _ = _scripted(["Let me look.\n```python\nprint('@mean_height[65.00] @std_height[4.47]')\n"])
+    final, _ = _scripted(["@mean_height[65.00] @std_height[4.47]"])
+    r = evals.run_agent(model, [task], num_rounds=1, final_model=final)
+    assert r.statuses == {"ok": 1} and r.traces[0].transcript[2] == ("observation",
+                                                                      "@mean_height[65.00] @std_height[4.47]")
