@@ -31,11 +31,12 @@ from .elements import Perturbation, book_one, perturbations
 from .equivalence import EquivalenceResult, check_equivalence
 from .language import (RULES, Apply, Assert, Atom, Construct, Literal, Magnitude, Metric, Rule, Statement, Suppose,
                        construct, have, lits, parse_literal, statement)
-from .sampler import Diagrams, LiteralValues, RefuteResult, evaluate_literals, program_of, refute, sample_diagrams
+from .sampler import (Diagrams, LiteralCode, LiteralValues, Program, RefuteResult, compile_program, encode_literals,
+                      evaluate_literals, program_of, refute, sample_diagrams)
 from .smt import SOLVERS, QueryResult, entails, ground_instances
 
 __all__ = ["AXIOMS", "GROUPS", "Axiom", "axioms", "ground_instances", "ProofResult", "StepResult", "check_proof",
            "Perturbation", "book_one", "perturbations", "EquivalenceResult", "check_equivalence", "RULES", "Apply",
            "Assert", "Atom", "Construct", "Literal", "Magnitude", "Metric", "Rule", "Statement", "Suppose",
-           "construct", "have", "lits", "parse_literal", "statement", "Diagrams", "LiteralValues", "RefuteResult",
-           "evaluate_literals", "program_of", "refute", "sample_diagrams", "SOLVERS", "QueryResult", "entails"]
+           "construct", "have", "lits", "parse_literal", "statement", "Diagrams", "LiteralCode", "LiteralValues", "Program",
+           "RefuteResult", "compile_program", "encode_literals", "evaluate_literals", "program_of", "refute", "sample_diagrams", "SOLVERS", "QueryResult", "entails"]

@@ -164,7 +164,7 @@ def parse_literal(text: str | Literal) -> Literal:
     Examples:
         >>> from jaxcore.geometry import parse_literal
         >>> str(parse_literal("seg(a, b) >= seg(c, d)"))
-        'seg(a, b) >= seg(c, d)'
+        'seg(c, d) <= seg(a, b)'
         >>> str(parse_literal("!on(c, L)"))
         '!on(c, L)'
     """

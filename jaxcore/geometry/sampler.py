@@ -23,7 +23,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, Int
 
 from jaxcore._util.checks import check_int, check_scalar, expected
 from jaxcore._util.keys import check_key
@@ -51,6 +51,41 @@ class Diagrams(eqx.Module):
     def index(self) -> dict[str, tuple[str, int]]:
         """Object name -> (sort, slot)."""
         return {n: (s, i) for n, s, i in self.names}
+
+
+class Program(eqx.Module):
+    """A construction program as arrays, for the sampler's interpreter (:func:`compile_program`).
+
+    Attributes:
+        rules: ``[S]`` int32 rule codes (padded with 0, no operation).
+        ins: ``[S, 6]`` int32 input slots; outs: ``[S, 3]`` int32 output slots (per sort).
+        names: static ``((name, sort, slot), ...)``.
+        sizes: static ``(points, lines, circles)`` slots (padded).
+    """
+
+    rules: Int[Array, " S"]
+    ins: Int[Array, "S 6"]
+    outs: Int[Array, "S 3"]
+    names: tuple = eqx.field(static=True)
+    sizes: tuple = eqx.field(static=True)
+
+
+class LiteralCode(eqx.Module):
+    """Literals as arrays, for the evaluator (:func:`encode_literals`).
+
+    Attributes:
+        kind: ``[K]`` int32 atom kind (or the metric code); args: ``[K, 3]`` int32 slots; positive: ``[K]`` bool;
+        op: ``[K]`` int32 metric relation (0 ``=``, 1 ``<``, 2 ``<=``); terms: ``[K, T, 5]`` int32 magnitude
+        terms (kind, three point slots, sign).
+        num_literals: static K before padding.
+    """
+
+    kind: Int[Array, " K"]
+    args: Int[Array, "K 3"]
+    positive: Bool[Array, " K"]
+    op: Int[Array, " K"]
+    terms: Int[Array, "K T 5"]
+    num_literals: int = eqx.field(static=True)
 
 
 class LiteralValues(NamedTuple):
@@ -329,14 +364,54 @@ def _bucket(n, step):
     return max(step, -(-n // step) * step)
 
 
-def sample_diagrams(key, program: Sequence[Construct] | Statement, num_samples: int, *, library: dict | None = None,
+def compile_program(program: Sequence[Construct] | Statement, library: dict | None = None) -> Program:
+    """A construction program (or a statement's recipe and proof) as arrays for :func:`sample_diagrams`.
+
+    Compiling once lets a caller sample under its own ``jit`` (nothing host-side remains). Slot counts are padded
+    (points to a multiple of 32, lines and circles of 16, steps of 32), so programs of similar size share one
+    compiled interpreter.
+
+    Args:
+        program: constructions, or a statement (recipe and proof, citations expanded from ``library``).
+        library: cited propositions by name.
+
+    Returns:
+        :class:`Program`.
+
+    Raises:
+        ValueError: a construction whose inputs are not built before it, or a repeated output name.
+
+    Examples:
+        >>> from jaxcore.geometry import book_one, compile_program
+        >>> props = book_one()
+        >>> p = compile_program(props["I.1"], props)
+        >>> p.rules.shape, p.sizes
+        ((32,), (32, 16, 16))
+    """
+    if isinstance(program, Statement):
+        program = program_of(program, library)
+    compiled, names, count = _layout(tuple(program))
+    num_steps = _bucket(len(compiled), 32)
+    rules = np.zeros(num_steps, np.int32)
+    ins = np.zeros((num_steps, 6), np.int32)
+    outs = np.zeros((num_steps, 3), np.int32)
+    for k, (rule, i, o) in enumerate(compiled):
+        rules[k] = _CODES.index(rule)
+        ins[k, :len(i)] = i
+        outs[k, :len(o)] = o
+    sizes = (_bucket(count["point"], 32), _bucket(count["line"], 16), _bucket(count["circle"], 16))
+    return Program(jnp.asarray(rules), jnp.asarray(ins), jnp.asarray(outs), names, sizes)
+
+
+def sample_diagrams(key, program: Sequence[Construct] | Statement | Program, num_samples: int, *, library: dict | None = None,
                     sharding: jax.sharding.Sharding | None = None) -> Diagrams:
     """Realise a construction program in ``num_samples`` random diagrams.
 
     Args:
         key: a ``jax.random.key``.
-        program: constructions (:class:`~jaxcore.geometry.Construct`), or a :class:`~jaxcore.geometry.Statement`
-            (its recipe and its proof's constructions, cited propositions expanded from ``library``).
+        program: constructions (:class:`~jaxcore.geometry.Construct`), a :class:`~jaxcore.geometry.Statement`
+            (its recipe and its proof's constructions, cited propositions expanded from ``library``), or a
+            :class:`Program` from :func:`compile_program` (then the call can be traced under ``jit``).
         num_samples: configurations N (>= 1).
         library: proposition name -> :class:`~jaxcore.geometry.Statement`, for a statement whose proof cites others.
         sharding: optional sharding of the configuration axis (e.g. a ``NamedSharding`` over a 1-D mesh).
@@ -353,29 +428,19 @@ def sample_diagrams(key, program: Sequence[Construct] | Statement, num_samples: 
         >>> from jaxcore.geometry import construct, sample_diagrams
         >>> d = sample_diagrams(jax.random.key(0), [construct("a := point()"), construct("b := point()"),
         ...                                         construct("L := line(a, b)")], 1000)
-        >>> d.points.shape, d.lines.shape, bool(d.valid.all())
-        ((1000, 2, 2), (1000, 1, 3), True)
+        >>> d.points.shape, d.lines.shape, bool(d.valid.all())  # slots padded to 32 points, 16 lines
+        ((1000, 32, 2), (1000, 16, 3), True)
     """
     check_key(key)
     num_samples = check_int(num_samples, "num_samples", minimum=1)
-    if isinstance(program, Statement):
-        program = program_of(program, library)
-    compiled, names, count = _layout(tuple(program))
-    num_steps = _bucket(len(compiled), 32)
-    rules = np.zeros(num_steps, np.int32)
-    ins = np.zeros((num_steps, 6), np.int32)
-    outs = np.zeros((num_steps, 3), np.int32)
-    for k, (rule, i, o) in enumerate(compiled):
-        rules[k] = _CODES.index(rule)
-        ins[k, :len(i)] = i
-        outs[k, :len(o)] = o
-    dtype = jnp.zeros(()).dtype
+    if not isinstance(program, Program):
+        program = compile_program(program, library)
     keys = jax.random.split(key, num_samples)
     if sharding is not None:
         keys = jax.device_put(keys, sharding)
-    pts, lns, crc, ok = _sample_program(keys, jnp.asarray(rules), jnp.asarray(ins), jnp.asarray(outs),
-                                        _bucket(count["point"], 32), _bucket(count["line"], 16),
-                                        _bucket(count["circle"], 16), dtype)
+    dtype = jnp.zeros(()).dtype
+    pts, lns, crc, ok = _sample_program(keys, program.rules, program.ins, program.outs, *program.sizes, dtype)
+    names = program.names
     return Diagrams(pts, lns, crc, ok, names)
 
 
@@ -496,7 +561,41 @@ def _eval_program(points, lines, circles, valid, kind, args, pos, op, terms, tol
     return t & valid[:, None], f & valid[:, None]
 
 
-def evaluate_literals(diagrams: Diagrams, literals: Sequence[Literal | str], *, tol: float = 1e-4) -> LiteralValues:
+def encode_literals(names: Diagrams | Program | tuple, literals: Sequence[Literal | str]) -> LiteralCode:
+    """Literals over a program's objects as arrays for :func:`evaluate_literals` (traceable once encoded).
+
+    Args:
+        names: the diagrams, the program, or its ``names`` tuple.
+        literals: K literals (texts or :class:`~jaxcore.geometry.Literal`); K is padded to a multiple of 32.
+
+    Returns:
+        :class:`LiteralCode`.
+
+    Raises:
+        ValueError: a literal names an object the program lacks.
+
+    Examples:
+        >>> from jaxcore.geometry import book_one, compile_program, encode_literals
+        >>> props = book_one()
+        >>> code = encode_literals(compile_program(props["I.1"], props), props["I.1"].conclusion)
+        >>> code.kind.shape, code.num_literals
+        ((32,), 4)
+    """
+    if isinstance(names, (Diagrams, Program)):
+        names = names.names
+    lits_ = tuple(parse_literal(x) for x in literals)
+    known = {n for n, _, _ in names}
+    for lit in lits_:
+        for o in lit.objects():
+            if o not in known:
+                raise ValueError(expected("literals", f"objects of the diagrams (no {o!r})", sorted(known)))
+    kind, args, pos, op, terms = _encode(lits_, names)
+    return LiteralCode(jnp.asarray(kind), jnp.asarray(args), jnp.asarray(pos), jnp.asarray(op), jnp.asarray(terms),
+                       len(lits_))
+
+
+def evaluate_literals(diagrams: Diagrams, literals: Sequence[Literal | str] | LiteralCode, *,
+                      tol: float = 1e-4) -> LiteralValues:
     """Evaluate K literals in every sampled diagram.
 
     An equality (``on``, ``centre``, ``=``, ``seg(a, b) = ...``) is true when its residual is at most ``tol`` and
@@ -507,7 +606,7 @@ def evaluate_literals(diagrams: Diagrams, literals: Sequence[Literal | str], *, 
 
     Args:
         diagrams: from :func:`sample_diagrams`.
-        literals: K literals over the diagrams' objects.
+        literals: K literals over the diagrams' objects, or their :class:`LiteralCode` (then traceable).
         tol: the tolerance (> 0).
 
     Returns:
@@ -525,16 +624,10 @@ def evaluate_literals(diagrams: Diagrams, literals: Sequence[Literal | str], *, 
         (True, True)
     """
     tol = check_scalar(tol, "tol", positive=True)
-    lits_ = tuple(parse_literal(x) for x in literals)
-    known = diagrams.index()
-    for lit in lits_:
-        for o in lit.objects():
-            if o not in known:
-                raise ValueError(expected("literals", f"objects of the diagrams (no {o!r})", sorted(known)))
-    kind, args, pos, op, terms = _encode(lits_, diagrams.names)
-    t, f = _eval_program(diagrams.points, diagrams.lines, diagrams.circles, diagrams.valid, jnp.asarray(kind),
-                         jnp.asarray(args), jnp.asarray(pos), jnp.asarray(op), jnp.asarray(terms), tol)
-    return LiteralValues(t[:, :len(lits_)], f[:, :len(lits_)])
+    code = literals if isinstance(literals, LiteralCode) else encode_literals(diagrams, literals)
+    t, f = _eval_program(diagrams.points, diagrams.lines, diagrams.circles, diagrams.valid, code.kind, code.args,
+                         code.positive, code.op, code.terms, tol)
+    return LiteralValues(t[:, :code.num_literals], f[:, :code.num_literals])
 
 
 def refute(key, program: Sequence[Construct] | Statement, context: Sequence[Literal | str],
@@ -561,7 +654,7 @@ def refute(key, program: Sequence[Construct] | Statement, context: Sequence[Lite
         >>> import jax
         >>> from jaxcore.geometry import construct, refute
         >>> prog = [construct(t) for t in ("a := point()", "b := point()", "c := point()")]
-        >>> r = refute(jax.random.key(0), prog, ["a != b"], ["seg(a, c) < seg(a, b) + seg(b, c)", "between(a, c, b)"],
+        >>> r = refute(jax.random.key(0), prog, ["a != b"], ["seg(a, c) <= seg(a, b) + seg(b, c)", "between(a, c, b)"],
         ...            1000)
         >>> r.refuted.tolist(), r.supported.tolist()
         ([False, True], [True, False])
