@@ -810,7 +810,7 @@ register_reproduction(Reproduction(
            "cell compares them with M = 250, 5 starts, 1,000 steps on separate draws, since d_lip is a supremum "
            "and an unconverged ascent would bias its rate). Slopes: least squares of log mean estimate on log n; "
            "95% intervals by resampling the draws at each n (1,000 bootstrap replicates). Test: permutation "
-           "two-sample test, 49 permutations, level 0.1, 10 independent data sets per n (m = 100 atoms); power on "
+           "two-sample test, 49 permutations, level 0.1, 20 independent data sets per n (m = 100 atoms); power on "
            "the splitting pair, size on the same-law pair. Verdict rule, fixed before the run: reproduced when "
            "d_lip's slope interval lies within [-0.6, -0.4] and WoW_1's lies entirely above it."),
     verdict=_rates_verdict,
