@@ -1,10 +1,10 @@
 """Grammar-constrained decoding: a regular expression compiled to a token-level finite-state mask.
 
 A pattern (or a small grammar written as one: the ``@name[value]`` answer format, JSON with a fixed
-flat schema, numbers) becomes a character DFA (``interegular``), then a token automaton: every
-vocabulary token's text is walked through the character DFA from every state at once (NumPy, one
-vectorised gather per character position), states from which no token sequence reaches acceptance
-are pruned, and end-of-sequence is allowed exactly in accepting states. :class:`GrammarConstraint`
+flat schema, numbers) becomes a character DFA (``interegular``), unfolded into a DFA over UTF-8
+bytes, then a token automaton: every vocabulary token's bytes are walked through the byte DFA from
+every state at once (NumPy, one vectorised gather per byte position), states from which no token
+sequence reaches acceptance are pruned, and end-of-sequence is allowed exactly in accepting states. :class:`GrammarConstraint`
 applies it inside :func:`~jaxcore.lm.generate`'s ``lax.scan``: one row gather of the transition table
 and one ``where`` per token, no host round-trip.
 """
@@ -93,43 +93,39 @@ def token_bytes(tokenizer: Tokenizer) -> list[bytes | None]:
 
 
 class _Prepared(NamedTuple):
-    """A vocabulary ready to walk: tokens with text sorted by length (longest first), each as indices
-    into the distinct code points ``uniq`` (``len(uniq)`` pads), and per position the count of tokens
-    still that long."""
+    """A vocabulary ready to walk: tokens with bytes sorted by length (longest first), their bytes
+    (256 pads), and per position the count of tokens still that long."""
 
     vocab_size: int
-    ids: np.ndarray  # [n] int64 token ids with text
-    chars: np.ndarray  # [n, width] int32 indices into uniq
-    uniq: np.ndarray  # [u] uint32 code points
+    ids: np.ndarray  # [n] int64 ids of the tokens with bytes
+    chars: np.ndarray  # [n, width] int32 bytes (256: padding)
     counts: np.ndarray  # [width] tokens longer than each position
-    lengths: np.ndarray  # [n] characters of each token (descending)
+    lengths: np.ndarray  # [n] bytes of each token (descending)
 
 
-def _prepare(texts: list[str | None]) -> _Prepared:
-    lengths = np.array([0 if t is None else len(t) for t in texts], np.int64)
+def _prepare(raw: list[bytes | None]) -> _Prepared:
+    lengths = np.array([0 if t is None else len(t) for t in raw], np.int64)
     order = np.argsort(-lengths, kind="stable")
     n = int(np.count_nonzero(lengths))
     ids, ls = order[:n], lengths[order[:n]]
-    joined = "".join(texts[i] for i in ids)
-    codes = np.frombuffer(joined.encode("utf-32-le"), np.uint32) if joined else np.zeros(0, np.uint32)
-    uniq, inv = np.unique(codes, return_inverse=True)
+    codes = np.frombuffer(b"".join(raw[i] for i in ids), np.uint8)
     width = int(ls[0]) if n else 0
-    chars = np.full((n, width), len(uniq), np.int32)
+    chars = np.full((n, width), 256, np.int32)
     starts = np.cumsum(ls) - ls
-    chars[np.repeat(np.arange(n), ls), np.arange(codes.size) - np.repeat(starts, ls)] = inv.ravel()
+    chars[np.repeat(np.arange(n), ls), np.arange(codes.size) - np.repeat(starts, ls)] = codes
     counts = np.searchsorted(-ls, -np.arange(width), side="left")  # ls descending: tokens longer than pos
-    return _Prepared(len(texts), ids, chars, uniq, counts, ls)
+    return _Prepared(len(raw), ids, chars, counts, ls)
 
 
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Tokenizer -> _Prepared (built once)
 
 
 def _vocabulary(vocabulary) -> tuple[_Prepared, int | None]:
-    """The prepared vocabulary (tokens never allowed by a pattern have no text) and the tokenizer's EOS id."""
+    """The prepared vocabulary (tokens never allowed by a pattern have no bytes) and the tokenizer's EOS id."""
     if isinstance(vocabulary, Tokenizer):
         prepared = _PREPARED.get(vocabulary)
         if prepared is None:
-            prepared = _PREPARED[vocabulary] = _prepare(_texts_of(token_bytes(vocabulary)))
+            prepared = _PREPARED[vocabulary] = _prepare(token_bytes(vocabulary))
         return prepared, vocabulary.eos_token_id
     if isinstance(vocabulary, Sequence) and not isinstance(vocabulary, (str, bytes)):
         raw = list(vocabulary)
@@ -141,32 +137,26 @@ def _vocabulary(vocabulary) -> tuple[_Prepared, int | None]:
                                  type(vocabulary).__name__, raw=True))
     if not raw:
         raise ValueError(expected("vocabulary", "at least one token", "an empty sequence", raw=True))
-    return _prepare(_texts_of(raw)), None
-
-
-def _texts_of(raw) -> list[str | None]:
-    texts: list[str | None] = []
-    for t in raw:
-        if isinstance(t, bytes):  # a token that is not whole UTF-8 characters on its own is never allowed
-            try:
-                t = t.decode("utf-8")
-            except UnicodeDecodeError:
-                t = None
-        texts.append(t if t else None)  # an empty token would loop in place: never allowed
-    return texts
+    return _prepare([t.encode("utf-8") if isinstance(t, str) else t for t in raw]), None
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# regex -> character DFA -> token automaton
+# regex -> character DFA -> byte DFA -> token automaton
+
+_LEADS = {2: range(0xC2, 0xE0), 3: range(0xE0, 0xF0), 4: range(0xF0, 0xF5)}  # UTF-8 lead bytes by length
 
 
-def _char_dfa(pattern: str):
-    """``(table [S + 1, K + 2] int32, accepting [S] bool, initial, symbol_of)`` of the pattern's DFA.
+def _byte_dfa(pattern: str):
+    """``(table [N + 1, 257] int32, accepting [N] bool, initial)``: the pattern's DFA over UTF-8 bytes.
 
-    Row ``S`` is the dead state; column ``K`` is "a character the pattern never mentions" (dead when
-    the pattern has no catch-all class), column ``K + 1`` the padding symbol (stays in place).
+    The character DFA (``interegular``) is unfolded into bytes: ASCII characters are one byte; a
+    multi-byte character passes through states "k continuation bytes still to come, then state t"
+    (shared by every character of a catch-all class) or, for characters the pattern names, a trie of
+    their encodings. Row ``N`` is the dead state; column 256 the padding symbol (stays in place).
+    Accepting states are character states only, so a match ends on a whole character.
     """
     import interegular
+    from interegular.fsm import anything_else
 
     if not isinstance(pattern, str):
         raise TypeError(expected("pattern", "a str (a regular expression)", type(pattern).__name__, raw=True))
@@ -185,45 +175,82 @@ def _char_dfa(pattern: str):
                                   f"{pattern!r} ({type(exc).__name__}: {exc})", raw=True)) from exc
     states = sorted(fsm.states)
     index = {s: i for i, s in enumerate(states)}
-    num = len(states)
     mapping = fsm.alphabet._symbol_mapping  # noqa: SLF001 - interegular exposes no public iterator of pairs
-    keys = sorted({int(k) for k in mapping.values()})
-    col = {k: j for j, k in enumerate(keys)}
-    k_other, k_pad = len(keys), len(keys) + 1
-    table = np.full((num + 1, len(keys) + 2), num, np.int32)
-    table[:, k_pad] = np.arange(num + 1)
-    for s, trans in fsm.map.items():
-        for k, nxt in trans.items():
-            table[index[s], col[int(k)]] = index[nxt]
-    from interegular.fsm import anything_else
+    else_key = mapping.get(anything_else)
+    encoded = []
+    for c, k in mapping.items():
+        if c is not anything_else:
+            try:
+                encoded.append((c.encode("utf-8"), k))
+            except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text holds it
+                pass
+    rows = [np.full(256, -1, np.int64) for _ in states]
+    pending: dict[tuple[int, int], int] = {}
 
-    other = col[int(mapping[anything_else])] if anything_else in mapping else None
-    if other is not None:
-        table[:, k_other] = table[:, other]
+    def new_row() -> int:
+        rows.append(np.full(256, -1, np.int64))
+        return len(rows) - 1
 
-    def symbol_of(ch: str) -> int:
-        k = mapping.get(ch)
-        return k_other if k is None else col[int(k)]
+    def then(t: int, k: int) -> int:  # k continuation bytes to come, then state t
+        if k == 0 or t < 0:
+            return t
+        if (t, k) not in pending:
+            pending[(t, k)] = g = new_row()
+            rows[g][0x80:0xC0] = then(t, k - 1)
+        return pending[(t, k)]
 
+    def node(sub: dict, need: int, t_else: int) -> int:  # inside a named character, `need` bytes to come
+        n = new_row()
+        rows[n][0x80:0xC0] = then(t_else, need - 1)
+        for b, v in sub.items():
+            rows[n][b] = v if need == 1 else node(v, need - 1, t_else)
+        return n
+
+    for s in states:
+        i = index[s]
+        trans = fsm.map.get(s, {})
+        t_else = index[trans[else_key]] if else_key is not None and else_key in trans else -1
+        row = rows[i]
+        if t_else >= 0:
+            row[:0x80] = t_else
+            for length, leads in _LEADS.items():
+                row[leads.start:leads.stop] = then(t_else, length - 1)
+        trie: dict = {}
+        for b, k in encoded:
+            target = index[trans[k]] if k in trans else -1
+            if len(b) == 1:
+                row[b[0]] = target
+                continue
+            at = trie
+            for x in b[:-1]:
+                at = at.setdefault(x, {})
+            at[b[-1]] = target
+        for b0, sub in trie.items():
+            length = next(n for n, r in _LEADS.items() if b0 in r)
+            row[b0] = node(sub, length - 1, t_else)
+    num = len(rows)
+    table = np.full((num + 1, 257), num, np.int32)
+    stacked = np.stack(rows)
+    table[:num, :256] = np.where(stacked < 0, num, stacked)
+    table[:, 256] = np.arange(num + 1)
     accepting = np.zeros(num, bool)
     accepting[[index[s] for s in fsm.finals]] = True
-    return table, accepting, index[fsm.initial], symbol_of, k_pad
+    return table, accepting, index[fsm.initial]
 
 
-def _walk_tokens(table: np.ndarray, vocab: _Prepared, symbol_of, pad: int) -> np.ndarray:
-    """``[S, V]`` the character-DFA state after each token's text from each state (``S`` = dead).
+def _walk_tokens(table: np.ndarray, vocab: _Prepared) -> np.ndarray:
+    """``[S, V]`` the byte-DFA state after each token's bytes from each state (``S`` = dead).
 
-    The kernel: the first character of every token from every state is one ``[S, n]`` gather
-    ``table[state, symbol]``; after it only the (state, token) pairs still alive and still that long
-    are carried, one gather per character position (work ``S n`` plus the surviving pairs' characters).
+    The kernel: the first byte of every token from every state is one ``[S, n]`` gather
+    ``table[state, byte]``; after it only the (state, token) pairs still alive and still that long
+    are carried, one gather per byte position (work ``S n`` plus the surviving pairs' bytes).
     """
     num = table.shape[0] - 1
     out = np.full((num, vocab.vocab_size), num, np.int32)
     n_live = vocab.ids.size
     if n_live == 0:
         return out
-    column = np.array([symbol_of(chr(c)) for c in vocab.uniq.tolist()] + [pad], np.int32)
-    cls = column[vocab.chars]  # [n, width] DFA symbols
+    cls = vocab.chars  # [n, width] bytes
     first = table[np.arange(num)[:, None], cls[None, :, 0]]  # [S, n]
     walked = np.full((num, n_live), num, np.int32)
     src, tk = np.nonzero(first != num)
@@ -352,20 +379,21 @@ def compile_regex(pattern: str, vocabulary, *, eos_token_id: int | None = None,
     """Compile a regular expression into a :class:`TokenFSM` over a vocabulary.
 
     A generated text ``x = tok_1 ... tok_n EOS`` is allowed iff ``re.fullmatch(pattern, x)``: the
-    pattern becomes a character DFA ``delta`` (``interegular``); token ``t`` moves state ``s`` to
-    ``delta*(s, text(t))``; states from which no token sequence reaches an accepting state, and states
-    not reachable from the start, are removed (so a constrained sampler never gets stuck); EOS is
-    allowed exactly in accepting states. Tokens whose bytes are not whole UTF-8 characters (byte
-    fallback pieces of a multi-byte character), empty tokens and special tokens are never allowed.
+    pattern becomes a character DFA (``interegular``), unfolded into a DFA ``delta`` over UTF-8 bytes;
+    token ``t`` moves state ``s`` to ``delta*(s, bytes(t))`` (so a multi-byte character may be split
+    over tokens, as byte-level BPE does); states from which no token sequence reaches an accepting
+    state, and states not reachable from the start, are removed (so a constrained sampler never gets
+    stuck); EOS is allowed exactly in accepting states, which lie between whole characters. Empty
+    tokens and special tokens are never allowed.
 
     Args:
         pattern: a Python regular expression (the subset ``interegular`` parses: no backreferences,
             lookarounds or ``\\b``; a leading ``^`` and a trailing ``$`` are dropped, being implied),
             matched against the whole generated text. ``\\w``, ``\\d`` and ``\\s`` are ASCII classes
             here (Python's are Unicode): a subset, so every text allowed still matches in Python.
-        vocabulary: a :class:`Tokenizer` (token texts from :func:`token_bytes`, the leading-space
-            marker decoded), or a sequence of token texts (``str``, UTF-8 ``bytes``, ``None`` for a
-            token never allowed), one per id.
+        vocabulary: a :class:`Tokenizer` (token bytes from :func:`token_bytes`, the leading-space
+            marker decoded), or a sequence of token texts (``str``, ``bytes`` of UTF-8 text or a piece
+            of it, ``None`` for a token never allowed), one per id.
         eos_token_id: the end-of-sequence id (default: the tokenizer's; required with a sequence).
         num_states: pad the table with unreachable dead rows to exactly this many states (default:
             as many as the pattern needs). Tables of one shape share one compiled decoder: compiling
@@ -398,9 +426,9 @@ def compile_regex(pattern: str, vocabulary, *, eos_token_id: int | None = None,
     if eos is None:
         raise ValueError(expected("eos_token_id", f"an int in [0, {v}) (the vocabulary has no EOS of its own)", None))
     eos = check_int(eos, "eos_token_id", minimum=0, maximum=v - 1)
-    table, accepting, initial, symbol_of, pad = _char_dfa(pattern)
+    table, accepting, initial = _byte_dfa(pattern)
     num = table.shape[0] - 1
-    walked = _walk_tokens(table, vocab, symbol_of, pad)  # [num, V], num = dead
+    walked = _walk_tokens(table, vocab)  # [num, V], num = dead
     walked[:, eos] = num  # EOS is no text: its column is set below
     # prune: states reachable from the start whose continuations can reach acceptance
     adj = np.zeros((num + 1, num + 1), bool)

@@ -127,9 +127,15 @@ def test_minimal_states_dead_end_and_forced_eos():
 
 
 def test_bytes_vocabulary_and_the_tokenizer_spelling():
-    # raw bytes: a lone UTF-8 continuation byte is never allowed; the byte-level "Ġ" is a space
+    # raw bytes: "é" may be spelled whole or as its two UTF-8 bytes; a lone continuation byte cannot start;
+    # three-byte characters split anywhere, named ones and a catch-all class alike; "Ġ" is a space
     fsm = lm.compile_regex("é ?a", [b"\xc3", b"\xa9", "é".encode(), b" a", b"a", b"</s>"], eos_token_id=5)
-    assert np.flatnonzero(np.asarray(fsm.allowed(fsm.initial_state))).tolist() == [2]
+    assert np.flatnonzero(np.asarray(fsm.allowed(fsm.initial_state))).tolist() == [0, 2]
+    assert fsm.accepts([[0, 1, 3, 5], [2, 4, 5, 5], [1, 0, 3, 5], [0, 3, 5, 5]]).tolist() == [True, True, False, False]
+    cjk = ["中".encode()[:1], "中".encode()[1:], "中文".encode(), "文".encode()[:2], "文".encode()[2:], "x", "<e>"]
+    for pattern in ["[\u4e00-\u9fff]{2}", "中文|文中", "[^x]{2}"]:
+        fsm = lm.compile_regex(pattern, cjk, eos_token_id=6)
+        assert fsm.accepts([[0, 1, 3, 4, 6], [2, 6, 6, 6, 6], [0, 1, 5, 6, 6]]).tolist() == [True, True, False]
     tok = lm.Tokenizer(["<|end|>", "a", "Ġ", "Ġa", "Ċ", "Ã", "©", "Ã©"], ["Ġ a", "Ã ©"],
                        token_types=[3, 1, 1, 1, 1, 1, 1, 1], eos_token_id=0)
     assert lm.token_bytes(tok) == [None, b"a", b" ", b" a", b"\n", b"\xc3", b"\xa9", "é".encode()]
