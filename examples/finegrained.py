@@ -24,6 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 
+import jaxcore  # noqa: E402
 from jaxcore import finegrained as fg  # noqa: E402
 from jaxcore.datasets import PBMC_FINE_NAMES, PBMC_FINE_TO_COARSE, load_pbmc68k  # noqa: E402
 
@@ -79,4 +80,5 @@ if __name__ == "__main__":
     p.add_argument("--out", default="results/examples/finegrained")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
+    jaxcore.enable_compilation_cache()   # keep compiled programs on disk (see examples/README.md)
     main(a.small, a.out, a.seed)
