@@ -42,32 +42,26 @@ def _brute_force_att(k, t, lam):
 
 @pytest.mark.parametrize("lam", [0.05, 1.0])
 def test_att_balancing_matches_brute_force(x64, lam):
+    """Both data sets against enumeration of the supports in float64; the second is padded (its last two units
+    masked), so its weights must be the 7-unit problem's and 0 on the padding."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=(2, 9, 2))
     t = np.zeros((2, 9), int)
     t[:, :3] = 1
     x[:, :3] += 1.0  # the treated shifted: balancing is not uniform
-    data = effect_data(x, t)
+    mask = np.ones((2, 9), bool)
+    mask[1, 7:] = False
+    data = effect_data(x, t, mask=mask)
     k = np.asarray(kernel_matrix(data))
     res = att_balancing(kernel_matrix(data), data, lam=lam, tol=1e-12, max_steps=100_000)
-    for b in range(2):
-        obj, w = _brute_force_att(k[b], t[b], lam)
+    for b, n in ((0, 9), (1, 7)):
+        alone = np.asarray(kernel_matrix(effect_data(x[b, :n], t[b, :n])))[0] if n < 9 else k[b]
+        obj, w = _brute_force_att(alone, t[b, :n], lam)
         np.testing.assert_allclose(float(res.objective[b]), obj, rtol=1e-9)
-        np.testing.assert_allclose(np.asarray(res.weights[b, 3:]), w, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(res.weights[b, 3:n]), w, atol=1e-7)
         np.testing.assert_allclose(np.asarray(res.weights[b, :3]), 1 / 3, rtol=1e-12)
+        assert np.all(np.asarray(res.weights[b, n:]) == 0)
     assert np.all(np.asarray(res.kkt_residual) < 1e-10)
-
-
-def test_att_balancing_ignores_padding(x64):
-    rng = np.random.default_rng(1)
-    x = rng.normal(size=(12, 2))
-    t = np.r_[np.ones(4, int), np.zeros(8, int)]
-    alone = effect_data(x[:10], t[:10])
-    padded = effect_data(x, t, mask=np.r_[np.ones(10, bool), np.zeros(2, bool)])
-    a = att_balancing(kernel_matrix(alone), alone, lam=0.1, tol=1e-12)
-    p = att_balancing(kernel_matrix(padded), padded, lam=0.1, tol=1e-12)
-    np.testing.assert_allclose(np.asarray(p.weights[0, :10]), np.asarray(a.weights[0]), atol=1e-10)
-    assert np.all(np.asarray(p.weights[0, 10:]) == 0)
 
 
 def test_noiseless_att_is_exact(x64):
@@ -155,9 +149,9 @@ def test_resample_datasets_sizes_and_shift():
 def test_zero_shot_att_weights_keep_their_effective_sample_size_on_another_size_and_shift():
     """Trained on resampled sets of 24-64 units (tilted), applied to data sets of 160 units drawn out of
     distribution (shifted covariates, stronger confounding): the controls' ESS stays above 30% of the controls
-    (and above the optimal ATT weights' ESS), and the ATT loss is below 0.7x the unweighted one (measured: ESS
-    27-78 of 53-112 controls, loss 0.076 vs unweighted 0.145 and per-set optimum 0.011: balance improved,
-    conservatively)."""
+    (and above the optimal ATT weights' ESS), and the ATT loss is below 0.3x the unweighted one (measured: ESS
+    20.5-62.9 of 53-112 controls, the optimum's 10.8-52.8; loss 0.026 vs unweighted 0.144 and per-set optimum
+    0.011)."""
     src = synthetic_family(jax.random.key(0), 16, 200, 3)
     train = resample_datasets(jax.random.key(1), src, 256, 64, min_units=24, shift=1.0)
     model = CInA(3, hidden=16, num_heads=2, estimand="att", key=jax.random.key(2))
@@ -171,6 +165,6 @@ def test_zero_shot_att_weights_keep_their_effective_sample_size_on_another_size_
     assert np.all(ess >= ess_opt), (ess, ess_opt)
     assert np.all(ess >= 0.3 * n0), (ess, n0)
     unweighted = np.asarray(weighted_mmd(kernel_matrix(test), test)) + 0.1 / n0
-    assert float(jnp.mean(zs.loss)) < 0.7 * unweighted.mean()
+    assert float(jnp.mean(zs.loss)) < 0.3 * unweighted.mean()
     assert np.all(np.asarray(zs.loss) >= np.asarray(opt.objective) * (1 - 1e-3))  # the optimum bounds it
     assert np.all(np.isfinite(np.asarray(weighted_ate(zs.weights, test).estimate)))
