@@ -4,8 +4,8 @@ A pattern (or a small grammar written as one: the ``@name[value]`` answer format
 flat schema, numbers) becomes a character DFA (``interegular``), unfolded into a DFA over UTF-8
 bytes, then a token automaton: every vocabulary token's bytes are walked through the byte DFA from
 every state at once (NumPy, one vectorised gather per byte position), states from which no token
-sequence reaches acceptance are pruned, and end-of-sequence is allowed exactly in accepting states. :class:`GrammarConstraint`
-applies it inside :func:`~jaxcore.lm.generate`'s ``lax.scan``: one row gather of the transition table
+sequence reaches acceptance are pruned, and end-of-sequence is allowed exactly in accepting states.
+:class:`GrammarConstraint` applies it inside :func:`~jaxcore.lm.generate`'s ``lax.scan``: one row gather of the transition table
 and one ``where`` per token, no host round-trip.
 """
 

@@ -1,6 +1,5 @@
 """Grammar-constrained decoding: the token automaton against brute force, samples against ``re.fullmatch``."""
 
-import itertools
 import json
 import re
 
@@ -132,7 +131,8 @@ def test_bytes_vocabulary_and_the_tokenizer_spelling():
     fsm = lm.compile_regex("é ?a", [b"\xc3", b"\xa9", "é".encode(), b" a", b"a", b"</s>"], eos_token_id=5)
     assert np.flatnonzero(np.asarray(fsm.allowed(fsm.initial_state))).tolist() == [0, 2]
     assert fsm.accepts([[0, 1, 3, 5], [2, 4, 5, 5], [1, 0, 3, 5], [0, 3, 5, 5]]).tolist() == [True, True, False, False]
-    cjk = ["中".encode()[:1], "中".encode()[1:], "中文".encode(), "文".encode()[:2], "文".encode()[2:], "x", "<e>"]
+    zh, wen = "中".encode(), "文".encode()
+    cjk = [zh[:1], zh[1:], "中文".encode(), wen[:2], wen[2:], "x", "<e>"]
     for pattern in ["[\u4e00-\u9fff]{2}", "中文|文中", "[^x]{2}"]:
         fsm = lm.compile_regex(pattern, cjk, eos_token_id=6)
         assert fsm.accepts([[0, 1, 3, 4, 6], [2, 6, 6, 6, 6], [0, 1, 5, 6, 6]]).tolist() == [True, True, False]
