@@ -68,12 +68,12 @@ class _Policy:
         self.processor = None
 
     def _encode(self, prompts):
-        if self.tok is None:  # the random tiny Llama reads bytes
+        if self.tok is None:  # the random tiny Llama reads bytes, all prompts cut to one width (one program)
             ids = [list(p.encode("utf-8")[-self.max_prompt:]) or [32] for p in prompts]
         else:
             ids = [self.tok.encode(self.tok.apply_chat_template([{"role": "user", "content": p}]))[-self.max_prompt:]
                    for p in prompts]
-        width = _bucket(max(len(i) for i in ids))
+        width = self.max_prompt if self.tok is None else _bucket(max(len(i) for i in ids))
         tokens = np.zeros((len(ids), width), np.int32)
         mask = np.zeros((len(ids), width), bool)
         for r, i in enumerate(ids):
@@ -149,7 +149,7 @@ def _policies(p, progress):
     out = {}
     for n in names:
         if n == "tiny":
-            out["random tiny Llama (bytes)"] = _Policy("tiny", new_tokens=new)
+            out["random tiny Llama (bytes)"] = _Policy("tiny", new_tokens=new, max_prompt=96)
         elif n == "smollm2":
             out["SmolLM2-135M-Instruct"] = _Policy("smollm2", new_tokens=new)
         elif n == "best_of_k":

@@ -84,37 +84,37 @@ def _safe_div(a, b):
     return jnp.where(b > 0, a / jnp.where(b > 0, b, 1), jnp.nan)
 
 
-def _mean(x, m):
-    return _safe_div(jnp.sum(jnp.where(m, x, 0.0)), jnp.sum(m))
+def _mean(x, w):
+    return _safe_div(jnp.sum(w * x), jnp.sum(w))
 
 
-def _max(x, m):
-    return jnp.where(jnp.any(m), jnp.max(jnp.where(m, x, -jnp.inf)), jnp.nan)
+def _max(x, w):
+    return jnp.where(jnp.any(w > 0), jnp.max(jnp.where(w > 0, x, -jnp.inf)), jnp.nan)
 
 
-def _agree(a, b, m):
-    return _mean((a == b).astype(jnp.result_type(float)), m)
+def _agree(a, b, w):
+    return _mean((a == b).astype(w.dtype), w)
 
 
-def _pearson(x, y, m):
-    n = jnp.sum(m)
-    mx, my = _mean(x, m), _mean(y, m)
-    dx, dy = jnp.where(m, x - mx, 0.0), jnp.where(m, y - my, 0.0)
-    sxx, syy = jnp.sum(dx * dx), jnp.sum(dy * dy)
-    r = jnp.sum(dx * dy) / jnp.sqrt(jnp.where((sxx > 0) & (syy > 0), sxx * syy, 1.0))
+def _pearson(x, y, w):
+    n = jnp.sum(w)
+    dx, dy = x - _mean(x, w), y - _mean(y, w)
+    sxx, syy = jnp.sum(w * dx * dx), jnp.sum(w * dy * dy)
+    r = jnp.sum(w * dx * dy) / jnp.sqrt(jnp.where((sxx > 0) & (syy > 0), sxx * syy, 1.0))
     return jnp.where((n > 1) & (sxx > 0) & (syy > 0), jnp.clip(r, -1.0, 1.0), jnp.nan)
 
 
-def _asr(clean, attacked, m):
-    ok = m & (clean > 0)
-    return _safe_div(jnp.sum(ok & (attacked == 0)), jnp.sum(ok))
+def _asr(clean, attacked, w):
+    ok = w * (clean > 0)
+    return _safe_div(jnp.sum(ok * (attacked == 0)), jnp.sum(ok))
 
 
-def _rs(clean, attacked, m):
-    return _mean(attacked.astype(jnp.result_type(float)), m) - _asr(clean, attacked, m)
+def _rs(clean, attacked, w):
+    return _mean(attacked, w) - _asr(clean, attacked, w)
 
 
-#: statistic name -> (function of ``(*arrays, mask)``, number of arrays)
+#: statistic name -> (function of ``(*arrays, weights)``, number of arrays); weights are the mask as 0/1 for
+#: the value and an item's count in the resample for the bootstrap (a resample as weights: no gather)
 _STATS = {
     "rate": (_mean, 1),
     "mean": (_mean, 1),
@@ -128,39 +128,45 @@ _STATS = {
 STATISTICS = tuple(_STATS)
 
 
-def _row(arrays, mask, u, statistic, level):
+def _row(arrays, mask, u, counts, statistic, level):
     fn, _ = _STATS[statistic]
-    value = fn(*arrays, mask)
+    w = mask.astype(arrays[0].dtype)
+    value = fn(*arrays, w)
     if u is None:
         nan = jnp.full((), jnp.nan, value.dtype)
         return value, nan, nan
-    n = mask.shape[0]
-    order = jnp.argsort(~mask, stable=True)  # the valid items first
-    count = jnp.sum(mask)
-    pick = order[jnp.minimum(jnp.floor(u * count).astype(jnp.int32), jnp.maximum(count - 1, 0))]  # [B, N]
-    keep = jnp.arange(n) < count
-
-    def one(idx):
-        return fn(*(a[idx] for a in arrays), keep)
-
-    boot = jax.vmap(one)(pick)
+    if counts is None:  # resample this row's own valid items: gather them
+        n = mask.shape[0]
+        order = jnp.argsort(~mask, stable=True)  # the valid items first
+        count = jnp.sum(mask)
+        pick = order[jnp.minimum(jnp.floor(u * count).astype(jnp.int32), jnp.maximum(count - 1, 0))]  # [B, N]
+        keep = (jnp.arange(n) < count).astype(w.dtype)  # draw j is used when j < count
+        boot = jax.vmap(lambda idx: fn(*(a[idx] for a in arrays), keep))(pick)
+    else:  # every item valid: the shared table of resample counts as weights (no gather)
+        boot = jax.vmap(lambda c: fn(*arrays, c))(counts)
     tail = (1.0 - level) / 2.0
     lo, hi = jnp.nanquantile(boot, jnp.array([tail, 1.0 - tail], boot.dtype))
     return value, lo, hi
 
 
-def _table(key, arrays, mask, statistic, num_resamples, level):
+def _table(key, arrays, mask, statistic, num_resamples, level, full=False):
     n = mask.shape[-1]
     lead = mask.shape[:-1]
     flat = [a.reshape(-1, n) for a in arrays]
     fm = mask.reshape(-1, n)
     u = None if key is None else jax.random.uniform(key, (num_resamples, n), dtype=jnp.result_type(float))
-    v, lo, hi = jax.vmap(lambda *r: _row(r[:-1], r[-1], u, statistic, level))(*flat, fm)
+    # every item valid in every row: one resample-count table serves the whole table
+    shared = None
+    if full and u is not None:
+        b = u.shape[0]
+        pick = jnp.floor(u * n).astype(jnp.int32).clip(0, n - 1)
+        shared = jnp.zeros((b, n), u.dtype).at[jnp.arange(b)[:, None], pick].add(1.0)
+    v, lo, hi = jax.vmap(lambda *r: _row(r[:-1], r[-1], u, shared, statistic, level))(*flat, fm)
     count = jnp.sum(fm, axis=-1).astype(jnp.int32)
     return MetricResult(v.reshape(lead), lo.reshape(lead), hi.reshape(lead), count.reshape(lead))
 
 
-_table_jit = jax.jit(_table, static_argnames=("statistic", "num_resamples"))
+_table_jit = jax.jit(_table, static_argnames=("statistic", "num_resamples", "full"))
 
 
 def table_metric(key, statistic: str, *arrays: ArrayLike, mask: ArrayLike | None = None,
@@ -218,7 +224,7 @@ def table_metric(key, statistic: str, *arrays: ArrayLike, mask: ArrayLike | None
         if any(x.shape != xs[0].shape for x in xs) or xs[0].ndim == 0:
             raise ValueError(expected("arrays", "arrays [..., N] of one shape", [x.shape for x in xs], raw=True))
         m = jnp.ones(xs[0].shape, bool) if mask is None else jnp.broadcast_to(jnp.asarray(mask, bool), xs[0].shape)
-        return _table(key, xs, m, statistic, num_resamples, level)
+        return _table(key, xs, m, statistic, num_resamples, level, full=mask is None)
     conv = []
     for i, a in enumerate(arrays):
         x = np.asarray(a)
@@ -246,7 +252,7 @@ def table_metric(key, statistic: str, *arrays: ArrayLike, mask: ArrayLike | None
             raise ValueError(expected("mask", f"a shape broadcastable to {shape}", f"shape {m0.shape}",
                                       raw=True)) from None
     jarrays = tuple(jnp.asarray(x, fl) for x in conv)
-    return _table_jit(key, jarrays, jnp.asarray(m), statistic, num_resamples, level)
+    return _table_jit(key, jarrays, jnp.asarray(m), statistic, num_resamples, level, full=bool(m.all()))
 
 
 def refuse_to_answer_rate(key, refused: ArrayLike, mask: ArrayLike | None = None, *, num_resamples: int = 1000,

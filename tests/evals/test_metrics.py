@@ -108,3 +108,18 @@ def test_inside_the_callers_jit():
     traced = jax.jit(lambda k, a: evals.refuse_to_answer_rate(k, a, num_resamples=20))(jax.random.key(4), x)
     for a, b in zip(eager, traced):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)
+
+
+def test_masked_rows_resample_their_own_items():
+    # a row with padding resamples its valid items only (the gather path); a full row uses shared counts:
+    # both match NumPy on the same uniform draws
+    key = jax.random.key(5)
+    x = np.random.default_rng(3).random((2, 10))
+    mask = np.ones((2, 10), bool)
+    mask[1, 6:] = False
+    r = evals.table_metric(key, "mean", x, mask=mask, num_resamples=300)
+    u = np.asarray(jax.random.uniform(key, (300, 10)))
+    for row, n in ((0, 10), (1, 6)):
+        idx = np.minimum(np.floor(u * n).astype(int), n - 1)[:, :n]
+        lo, hi = np.quantile(x[row][idx].mean(1), [0.025, 0.975])
+        assert r.low[row] == pytest.approx(lo, abs=1e-5) and r.high[row] == pytest.approx(hi, abs=1e-5)
