@@ -61,7 +61,7 @@ def main(small: bool = False, out: str = "results/examples/effects", seed: int =
     for name, r in results.items():
         est, se = float(r.estimate[0]), float(r.std_error[0])
         ess = float(effective_sample_size(r.weights, data)[0, 0])
-        print(f"{name:24s} ATT {est:7.0f} +- {se:5.0f}   error {est - d['benchmark']:+7.0f}   "
+        print(f"{name:24s} {est:7.0f} +- {se:5.0f}   error {est - d['benchmark']:+7.0f}   "
               f"ESS {ess:6.1f} of {n0} controls")
     x, t = d["x"], d["treatment"].astype(float)
     fig, ax = plt.subplots(figsize=(7, 4))
