@@ -356,7 +356,7 @@ register(QualityBenchmark(
     name="evals.agent",
     family=FAMILY,
     run=_run_agent,
-    params={"num_tasks": 4, "num_model_tasks": 4, "model": "smollm2", "num_rounds": 1, "new_tokens": 64,
+    params={"num_tasks": 4, "num_model_tasks": 2, "model": "smollm2", "num_rounds": 1, "new_tokens": 64,
             "final_tokens": 24, "batch_size": 4, "constrained": True, "num_resamples": 1000},
     quick_params={"num_tasks": 2, "num_model_tasks": 0, "num_resamples": 200},
     description="DABench-format agent evaluation: oracle agent (100%) and SmolLM2 with a constrained final answer",
