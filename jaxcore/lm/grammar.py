@@ -5,8 +5,8 @@ flat schema, numbers) becomes a character DFA (``interegular``), unfolded into a
 bytes, then a token automaton: every vocabulary token's bytes are walked through the byte DFA from
 every state at once (NumPy, one vectorised gather per byte position), states from which no token
 sequence reaches acceptance are pruned, and end-of-sequence is allowed exactly in accepting states.
-:class:`GrammarConstraint` applies it inside :func:`~jaxcore.lm.generate`'s ``lax.scan``: one row gather of the transition table
-and one ``where`` per token, no host round-trip.
+:class:`GrammarConstraint` applies it inside :func:`~jaxcore.lm.generate`'s ``lax.scan``: one row
+gather of the transition table and one ``where`` per token, no host round-trip.
 """
 
 from __future__ import annotations
@@ -349,7 +349,11 @@ class TokenFSM(eqx.Module):
         Raises:
             ValueError: tokens not 2-d, ids out of range, a mask of another shape.
         """
-        tok = np.asarray(tokens) if not isinstance(tokens, jax.core.Tracer) else tokens
+        try:
+            tok = np.asarray(tokens) if not isinstance(tokens, jax.core.Tracer) else tokens
+        except ValueError as exc:  # ragged rows
+            raise ValueError(expected("tokens", "a [B, N] array of token ids", f"ragged rows ({exc})",
+                                      raw=True)) from exc
         if tok.ndim != 2:
             raise ValueError(expected("tokens", "a [B, N] array of token ids", f"shape {tuple(tok.shape)}", raw=True))
         if isinstance(tok, np.ndarray):

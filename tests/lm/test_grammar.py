@@ -333,6 +333,10 @@ def test_mismatched_vocabulary_is_refused():
         lm.generate(jax.random.key(0), TOY_MODEL, PROMPTS, max_new_tokens=2, processor=lm.GrammarConstraint(fsm))
     with pytest.raises(ValueError, match=r"^tokens: expected ids in \[0, 3\)"):
         fsm.accepts([[0, 5]])
+    with pytest.raises(ValueError, match=r"^tokens: expected a \[B, N\] array of token ids, got ragged"):
+        fsm.accepts([[0, 1], [0]])
+    with pytest.raises(ValueError, match=r"^mask: expected shape \(1, 2\)"):
+        fsm.accepts([[0, 1]], [[True]])
 
 
 # ------------------------------------------------------------------------------------------------ the real tokenizer
