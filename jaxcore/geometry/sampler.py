@@ -476,7 +476,7 @@ def _encode(literals, names):
     k = len(literals)
     kb = _bucket(k, 32)
     num_terms = max([len(lit.body.lhs) + len(lit.body.rhs) for lit in literals if isinstance(lit.body, Metric)] + [1])
-    tb = _bucket(num_terms, 8)
+    tb = _bucket(num_terms, 4)
     kind = np.full(kb, _METRIC, np.int32)
     args = np.zeros((kb, 3), np.int32)
     pos = np.ones(kb, bool)
@@ -537,13 +537,16 @@ def _kind_values(P, L, C, tol):
 
 @functools.partial(jax.jit, static_argnames=("tol",))
 def _eval_program(points, lines, circles, valid, kind, args, pos, op, terms, tol):
-    def gather(arr):
-        i = jnp.clip(args, 0, arr.shape[1] - 1)
-        return arr[:, i]  # [N, K, 3, d]
+    def gather(arr, idx):
+        # a one-hot product instead of a gather: XLA:CPU's gather over the sample axis was 20x slower here
+        # (16384 diagrams: 1.47 s vs 0.064 s); exact at HIGHEST precision (no TF32 rounding on GPUs)
+        oh = jax.nn.one_hot(idx.reshape(-1), arr.shape[1], dtype=arr.dtype)
+        out = jnp.einsum("ms,nsd->nmd", oh, arr, precision=jax.lax.Precision.HIGHEST)
+        return out.reshape(arr.shape[0], *idx.shape, arr.shape[2])
 
-    vals = _kind_values(gather(points), gather(lines), gather(circles), tol)
+    vals = _kind_values(gather(points, args), gather(lines, args), gather(circles, args), tol)
     # metric relations: v = sum(rhs) - sum(lhs)
-    tp = points[:, jnp.clip(terms[..., 1:4], 0, points.shape[1] - 1)]  # [N, K, T, 3, 2]
+    tp = gather(points, terms[..., 1:4])  # [N, K, T, 3, 2]
     a, b, c = tp[..., 0, :], tp[..., 1, :], tp[..., 2, :]
     mk = terms[..., 0]
     mag = jnp.where(mk == 1, jnp.linalg.norm(a - b, axis=-1),
