@@ -657,7 +657,7 @@ def _bnp_verdict(cells):
         return "incomplete", "No MNIST cell has finished."
     lines = ["| benchmark | method | seeds | average accuracy (%) mean +- std | backward transfer (points) |",
              "|---|---|---|---|---|"]
-    verdicts = []
+    verdicts, notes = [], []
     for bench in sorted(res):
         r = res[bench]
         for meth in ("adaptive", "vcl", "ewc", "finetune"):
@@ -692,8 +692,8 @@ def _bnp_verdict(cells):
                          f"points (one standard error of the adaptive mean: {100 * se:.2f}); backward transfer "
                          f"{100 * a['bwt']:+.2f} vs fine-tuning's {100 * base.get('finetune', {}).get('bwt', float('nan')):+.2f}: "
                          f"{verdicts[-1]}")
-        lines.append("")
-        lines.append(verdicts_line)
+        notes.append(verdicts_line)
+    lines += [""] + notes
     if not verdicts:
         return "incomplete", "\n".join(lines)
     order = ["not reproduced", "reproduced in kind", "reproduced"]
