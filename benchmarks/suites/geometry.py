@@ -220,7 +220,7 @@ register(QualityBenchmark(
 def _run_refute(ctx):
     p = ctx.params
     props = book_one()
-    rows, samp, z3t, cvt, decided = [], [], [], [], {"z3": 0, "cvc5": 0}
+    rows, samp, samp_cpu, z3t, cvt, decided = [], [], [], [], [], {"z3": 0, "cvc5": 0}
     n = int(p["num_samples"])
     for pert in perturbations(props):
         if pert.kind != "conclusion altered" or pert.original not in p["props"]:
@@ -237,6 +237,7 @@ def _run_refute(ctx):
         t_s, c_s = time.perf_counter() - t0, time.process_time() - c0
         q = entails(st.sorts(), ctxl, claims, time_limit_s=p["time_limit_s"], all_solvers=True)
         samp.append(t_s)
+        samp_cpu.append(c_s)
         z3t.append(q.times["z3"])
         cvt.append(q.times["cvc5"])
         for s in decided:
@@ -247,6 +248,7 @@ def _run_refute(ctx):
     k = len(rows)
     metrics = {"geometry.refute.sampler_share": float(np.mean([r[2] == "yes" for r in rows])) if k else float("nan"),
                "geometry.refute.sampler_median_ms": float(np.median(samp) * 1e3) if k else float("nan"),
+               "geometry.refute.sampler_median_cpu_ms": float(np.median(samp_cpu) * 1e3) if k else float("nan"),
                "geometry.refute.z3_share": decided["z3"] / max(k, 1),
                "geometry.refute.cvc5_share": decided["cvc5"] / max(k, 1),
                "geometry.refute.z3_median_s": float(np.median(z3t)) if k else float("nan"),
@@ -297,8 +299,10 @@ def _verdict(cells):
                      f"{m.get('geometry.equivalence.conclusion_altered.accuracy', float('nan')):.3f})")
     if "geometry.refute.sampler_share" in m:
         lines.append(f"- non-entailed claims refuted by the sampler: {m['geometry.refute.sampler_share']:.3f} "
-                     f"(median {m['geometry.refute.sampler_median_ms']:.1f} ms); answered 'sat' within the limit by "
-                     f"z3 {m['geometry.refute.z3_share']:.3f}, cvc5 {m['geometry.refute.cvc5_share']:.3f}")
+                     f"(median {m['geometry.refute.sampler_median_ms']:.1f} ms wall, "
+                     f"{m.get('geometry.refute.sampler_median_cpu_ms', float('nan')):.1f} ms CPU, on a loaded machine); "
+                     f"answered 'sat' within the limit by z3 {m['geometry.refute.z3_share']:.3f} (median "
+                     f"{m['geometry.refute.z3_median_s']:.2f} s), cvc5 {m['geometry.refute.cvc5_share']:.3f}")
     if share is None or acc is None:
         return "incomplete", "\n".join(lines + ["", "The proof or the equivalence cell has not finished."])
     text = "\n".join(lines)

@@ -66,9 +66,10 @@ def test_check_proof_errors():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [f"I.{i}" for i in range(1, 16)])
 def test_book_one_proofs(name):
-    # measured on the loaded 2-core machine: I.7's goal and one step of I.14 stay unknown at 5 s per solver
+    # cvc5 first: it proved 156 of 158 queries in the reproduction (median 0.16 s) against z3's 146; I.7's goal and
+    # one step of I.14 stay unknown for both
     props = book_one()
-    r = check_proof(props[name], props, time_limit_s=5.0)
+    r = check_proof(props[name], props, solvers=("cvc5", "z3"), time_limit_s=5.0)
     unknown = {"I.7": 1, "I.14": 1}.get(name, 0)
     assert r.num_queries - r.num_checked <= unknown
     assert all(s.verdict in ("proved", "trivial", "unknown") for s in r.steps)
