@@ -1081,7 +1081,7 @@ def tpp_verdict(cells):
     lines = ["| data | seeds | NJDTPP NLL | best neural (NLL) | NJDTPP - best neural (95% CI over seeds) | Hawkes NLL "
              "| NJDTPP RMSE | best neural RMSE | NJDTPP acc | best neural acc | majority rate |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    wins = ties = losses = 0
+    wins = ties = losses = point = 0
     for kind, sets in _REPRO_SETS.items():
         for ds in sets:
             nj = _seed_values(cells, kind, ds, "njdtpp", "nll")
@@ -1096,6 +1096,7 @@ def tpp_verdict(cells):
             lo, hi = diff[0] - diff[1], diff[0] + diff[1]
             if not math.isfinite(diff[1]):  # one seed: a difference under 0.01 nats/event counts as a tie
                 lo, hi = diff[0] - 0.01, diff[0] + 0.01
+            point += int(diff[0] < 0)
             if hi < 0:
                 wins += 1
             elif lo > 0:
@@ -1125,16 +1126,19 @@ def tpp_verdict(cells):
                     f"nats/event (true model {r['tpp.recovery.self_correcting.true_nll']:.4f}; tolerance max(2 SE, "
                     f"0.01) = {tol:.4f}): {'within' if r['tpp.recovery.self_correcting.within'] else 'NOT within'}.")
     summary = (f"On test NLL/event NJDTPP beats the best of NHP, THP and IFTPP on {wins} of {n} data sets, is within "
-               f"the 95% interval of the paired seed differences on {ties} and behind on {losses}.")
+               f"the 95% interval of the paired seed differences on {ties} and behind on {losses}; its mean NLL is "
+               f"below the best neural model's on {point} of {n}.")
     if losses == 0 and wins >= (n + 1) // 2:
         verdict = "reproduced"
-    elif wins + ties >= (n + 1) // 2 and losses < wins + ties:
+    elif wins >= 1 and wins >= losses and point >= (n + 1) // 2:
         verdict = "reproduced in kind"
     else:
         verdict = "not reproduced"
     rule = ("Rule: reproduced when NJDTPP is behind on no data set and ahead on at least half; in kind when it is "
-            "ahead or level on at least half and behind on fewer than it is ahead or level; not reproduced "
-            "otherwise. 'Ahead'/'behind': the 95% t interval over seeds of NJDTPP's NLL minus the best neural "
+            "ahead on at least one, on at least as many as it is behind, and its mean NLL is the lower on at least "
+            "half; not reproduced otherwise (a first draft counted 'level' towards 'in kind', which called 0 wins, "
+            "5 level and 1 behind at 8 of 10 cells 'in kind': level within wide two-seed intervals is no evidence "
+            "for 'outperforms'). 'Ahead'/'behind': the 95% t interval over seeds of NJDTPP's NLL minus the best neural "
             "model's (paired by seed) excludes 0 (with one seed: a difference beyond 0.01 nats/event). The intervals are "
             "over training seeds with the real test sets fixed: they leave out the test sets' sampling error, large "
             "for coal (2 test windows, 12 events) and grasshopper (2 windows, 153 events).")
