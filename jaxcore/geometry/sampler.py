@@ -58,7 +58,8 @@ class Program(eqx.Module):
 
     Attributes:
         rules: ``[S]`` int32 rule codes (padded with 0, no operation).
-        ins: ``[S, 6]`` int32 input slots; outs: ``[S, 3]`` int32 output slots (per sort).
+        ins: ``[S, 6]`` int32 input slots (per sort).
+        outs: ``[S, 3]`` int32 output slots (per sort).
         names: static ``((name, sort, slot), ...)``.
         sizes: static ``(points, lines, circles)`` slots (padded).
     """
@@ -74,9 +75,11 @@ class LiteralCode(eqx.Module):
     """Literals as arrays, for the evaluator (:func:`encode_literals`).
 
     Attributes:
-        kind: ``[K]`` int32 atom kind (or the metric code); args: ``[K, 3]`` int32 slots; positive: ``[K]`` bool;
-        op: ``[K]`` int32 metric relation (0 ``=``, 1 ``<``, 2 ``<=``); terms: ``[K, T, 5]`` int32 magnitude
-        terms (kind, three point slots, sign).
+        kind: ``[K]`` int32 atom kind (or the metric code).
+        args: ``[K, 3]`` int32 object slots.
+        positive: ``[K]`` bool, False for a negated literal.
+        op: ``[K]`` int32 metric relation (0 ``=``, 1 ``<``, 2 ``<=``).
+        terms: ``[K, T, 5]`` int32 magnitude terms: kind, three point slots, sign.
         num_literals: static K before padding.
     """
 
