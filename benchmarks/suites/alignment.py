@@ -537,9 +537,14 @@ def _alignment_verdict(cells):
             "DPO lowers toxicity outside its interval at the largest cell (perplexity within 10%), but un-alignment "
             "does not measurably bring it back at this size."])
     why = ("DPO does not lower toxicity outside its interval at the largest cell" if not lowered else
-           f"DPO lowers toxicity but perplexity rises {ratio - 1:.0%}")
-    return "not reproduced", "\n".join(lines + [f"{why}; the rows above are the trend over the number of DPO pairs "
-                                                 "and steps."])
+           f"DPO lowers toxicity outside its interval, but perplexity on held-out prose rises {ratio - 1:.0%} "
+           "(the bound is 10%)")
+    tail = [f"{why}; the rows above are the trend over the number of DPO pairs and steps."]
+    if lowered:
+        tail.append("Perplexity rises with the DPO steps taken over the same few pairs (the paper makes one pass over "
+                    "24,576 pairs): read as over-fitting of a small pair set, not as a property of DPO. More pairs "
+                    "per prompt (`pairs_per_prompt`) at the same steps is the cell that would tell.")
+    return "not reproduced", "\n".join(lines + tail)
 
 
 register_reproduction(Reproduction(
