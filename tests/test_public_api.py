@@ -18,7 +18,7 @@ import sys
 import pytest
 
 FAMILIES = ("", "tpp", "causal", "bnp", "inverse", "ipm", "sam", "lm", "watermark", "effects", "graphs", "rl",
-            "datasets", "alignment", "decoding", "trees", "acoustics", "finegrained", "geometry")  # "": the top-level package
+            "datasets", "alignment", "decoding", "trees", "acoustics", "finegrained", "geometry", "evals")  # "": the top-level package
 SNAPSHOT = pathlib.Path(__file__).with_name("public_api.txt")
 
 
