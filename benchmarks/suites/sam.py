@@ -149,7 +149,7 @@ def _step_kernel(params, state, batch, key, *, method, loss_fn, optimizer):
     # OBF's labels were checked once in the setup (as train does before its loop): no run-time check, whose
     # host callback would make every call of the compiled step take JAX's Python dispatch path
     return step(loss_fn, params, state, batch, key=key, optimizer=optimizer, perturbation=pert,
-                perturbation_loss=obf, num_micro_batches=k, check_labels=obf is None).params
+                perturbation_loss=obf, num_micro_batches=k, check_labels=obf is None, check_finite=False).params
 
 
 def _sgd_step(params, state, batch, key, *, method, loss_fn, optimizer):
