@@ -52,7 +52,6 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from jaxcore._util import (
     Progress,
     ProgressArg,
-    check_auto_mesh,
     check_bool,
     check_choice,
     check_int,
@@ -943,8 +942,7 @@ def restore_batch(
 
     Raises:
         TypeError: ``keys`` not PRNG keys; wrong operator/denoiser/schedule type; images not
-            float arrays; a ``mesh`` with Explicit axes, or images / keys placed on one (build an
-            Auto mesh: ``jax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(names))``).
+            float arrays.
         ValueError: unknown ``method``; ``ys`` not 4-D; mismatched shapes (a batched operator
             without the leading ``num_images`` axis included); ``chunk_size < 1``; a ``mesh`` with
             more than two axes or whose axes do not divide ``num_images`` / ``num_seeds``; the value
@@ -967,7 +965,6 @@ def restore_batch(
     if keys.ndim != 1:
         raise ValueError(expected("keys", "a 1-d array of keys [num_seeds]", f"shape {tuple(keys.shape)}", raw=True))
     _check_types(operator, denoiser, schedule)
-    check_auto_mesh((keys, ys, x0s, x_true), "ys")
     ys = as_array(ys, "ys")
     check_ndim(ys, "ys", 4, "shape [num_images, H, W, C]")
     x0s = None if x0s is None else as_array(x0s, "x0s")
@@ -1000,7 +997,6 @@ def _check_mesh(mesh, num_images: int, num_seeds: int) -> None:
     """A mesh of one or two axes that divide the images and the seeds."""
     if not isinstance(mesh, jax.sharding.Mesh):
         raise TypeError(expected("mesh", "a jax.sharding.Mesh or None", type(mesh).__name__, raw=True))
-    check_auto_mesh(mesh, "mesh")
     if len(mesh.axis_names) not in (1, 2):
         raise ValueError(expected("mesh", "one axis (images) or two (images, seeds)",
                                   f"axes {tuple(mesh.axis_names)}", raw=True))
