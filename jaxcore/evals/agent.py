@@ -200,19 +200,25 @@ class OracleAgent:
         tasks: the tasks it may be asked.
 
     Examples:
-        >>> from jaxcore.evals import make_tasks
-        >>> agent = OracleAgent(make_tasks(["cars"], ["summary"]))
-        >>> agent(["Question: What are the mean and the standard deviation of the column 'speed'?"])[0][:3]
+        >>> from jaxcore.evals import make_tasks, task_prompt
+        >>> tasks = make_tasks(["cars"], ["summary"])
+        >>> OracleAgent(tasks)([task_prompt(tasks[0])])[0][:3]
         '```'
     """
 
     def __init__(self, tasks: Sequence[Task]):
-        self._by_question = {t.question: t for t in tasks}
+        self._tasks = list(tasks)
+
+    def _task_of(self, prompt: str) -> Task | None:
+        # The same question is asked of several tables, and one question can hold another, so a task is the one
+        # whose whole statement (question and file, as task_prompt writes them) the prompt holds, the longest first.
+        found = [t for t in self._tasks if f"Question: {t.question}\n" in prompt and f"File: {t.file_name} " in prompt]
+        return max(found, key=lambda t: len(t.question), default=None)
 
     def __call__(self, prompts: list) -> list:
         out = []
         for p in prompts:
-            task = next((t for q, t in self._by_question.items() if q in p), None)
+            task = self._task_of(p)
             if task is None:
                 out.append("I do not know this task.")
             elif "Observation:" not in p:

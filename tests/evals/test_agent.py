@@ -42,6 +42,20 @@ def test_oracle_agent_scores_100_percent_end_to_end():
     assert r.statuses == {"ok": len(tasks)} and all(tr.num_rounds == 2 for tr in r.traces)
 
 
+def test_oracle_agent_tells_apart_tables_asked_the_same_question():
+    # chickwts and PlantGrowth both have a column 'weight': the same question of two files (the reproduction's
+    # oracle scored 100/105 when the agent matched prompts by question alone and answered from the wrong file)
+    tasks = evals.make_tasks(["chickwts", "PlantGrowth"], ["summary", "outliers"])
+    assert len({t.question for t in tasks}) < len(tasks)
+    agent = evals.OracleAgent(tasks)
+    for t in tasks:
+        code = agent([evals.task_prompt(t)])[0]
+        assert f"read_csv({t.file_name!r})" in code
+    assert agent(["Question: an unknown question\nFile: none.csv (in the current folder)"]) == ["I do not know this task."]
+    r = evals.run_agent(agent, tasks)
+    assert r.score.by_question.value.item() == 1.0 and r.statuses == {"ok": len(tasks)}
+
+
 def _scripted(replies):
     calls = []
 
