@@ -29,12 +29,13 @@ def _boom(x):
 @pytest.fixture
 def planted(monkeypatch):
     """Replace the registry by planted benchmarks for the duration of a test."""
-    saved = registry.registry()
+    saved, saved_rep = registry.registry(), registry.reproductions()
     registry.clear()
     monkeypatch.setattr(cli, "discover_suites", lambda: (["fake"], {}))
     yield register
     registry.clear()
     registry._REGISTRY.update(saved)
+    registry._REPRODUCTIONS.update(saved_rep)  # a suite imported before this test keeps its reproduction
 
 
 def _run(tmp_path, *argv):
