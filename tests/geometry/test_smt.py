@@ -67,9 +67,14 @@ def test_check_proof_errors():
 @pytest.mark.parametrize("name", [f"I.{i}" for i in range(1, 16)])
 def test_book_one_proofs(name):
     # cvc5 first: it proved 156 of 158 queries in the reproduction (median 0.16 s) against z3's 146; I.7's goal and
-    # one step of I.14 stay unknown for both
+    # one step of I.14 stay unchecked for both. I.7 ships without proof steps (Euclid's argument by contradiction
+    # through I.5's base angles is not written here), and z3 sometimes finds a model of the encoded axioms in which
+    # c != d inside the limit (CI, 4.4 s): 'not entailed' is then the right answer for that goal, never for a step
     props = book_one()
     r = check_proof(props[name], props, solvers=("cvc5", "z3"), time_limit_s=5.0)
     unknown = {"I.7": 1, "I.14": 1}.get(name, 0)
     assert r.num_queries - r.num_checked <= unknown
-    assert all(s.verdict in ("proved", "trivial", "unknown") for s in r.steps)
+    allowed = {"proved", "trivial", "unknown"}
+    for s in r.steps:
+        ok = allowed | ({"not entailed"} if (name, s.step) == ("I.7", "goal") else set())
+        assert s.verdict in ok, (s.step, s.verdict, s.answers)
