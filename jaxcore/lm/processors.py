@@ -3,8 +3,10 @@
 A processor is any object ``p`` with ``p.init(batch_size) -> state`` (a pytree),
 ``p(state, logits[B, V], context[B, W]) -> (logits, state)`` and an int ``p.context_size = W``;
 ``context[:, -1]`` is the most recent token and positions before a prompt's start hold -1.
-:class:`LogitsProcessor` is the convenient base class (an ``eqx.Module``: static configuration
-fields, array fields pass through ``jit``). Returned logits may hold ``-inf`` (zero mass).
+:class:`LogitsProcessor` is the abstract base class (an ``eqx.Module``: static configuration
+fields, array fields pass through ``jit``) that every processor in jaxcore subclasses (these, the grammar
+constraint, ``decoding``'s CD-Q and CD-FUDGE, ``watermark``'s DiPmark and KGW); :func:`generate` also accepts
+any object with the protocol above. Returned logits may hold ``-inf`` (zero mass).
 """
 
 from __future__ import annotations

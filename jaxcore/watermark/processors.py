@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray, UInt32
 
+from jaxcore import lm
 from jaxcore._util import check_bool, check_int, check_key, check_scalar, expected
 
 from .context import _hash, _secret_words
@@ -95,7 +96,9 @@ def _common(vocab_size, context_size, method, num_rounds, capacity, skip_repeate
     return vocab_size, context_size, method, num_rounds, capacity, check_bool(skip_repeated, "skip_repeated")
 
 
-class _Watermark(eqx.Module):
+class _Watermark(lm.LogitsProcessor):
+    """The shared state and hashing of the two watermarks (abstract: :class:`DiPmark` and :class:`KGW` are final)."""
+
     key: PRNGKeyArray
     vocab_size: int = eqx.field(static=True)
     context_size: int = eqx.field(static=True)
