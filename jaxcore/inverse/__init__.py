@@ -3,10 +3,13 @@
 Forward operators with adjoints and data-term gradients/proxes
 (:mod:`~jaxcore.inverse.operators`), the paper's tasks as one factory
 (:mod:`~jaxcore.inverse.tasks`), denoisers behind one interface ``D(x, sigma)``
-(:mod:`~jaxcore.inverse.denoisers`, trained by :mod:`~jaxcore.inverse.training`), the SNORE family
-and PnP baselines as compiled ``lax.scan`` loops with one signature
-``method(key, y, operator, denoiser, schedule, sigma_y, **options)``
-(:mod:`~jaxcore.inverse.restoration`) and PSNR/SSIM (:mod:`~jaxcore.inverse.metrics`).
+(:mod:`~jaxcore.inverse.denoisers`, trained by :mod:`~jaxcore.inverse.training`), step schedules
+(:mod:`~jaxcore.inverse.schedules`), the SNORE family and PnP baselines as one solver class per algorithm
+under :class:`AbstractRestorer`, run by :func:`restore` as a compiled ``lax.scan``
+(:mod:`~jaxcore.inverse.solvers`), the same as functions with one signature
+``method(key, y, operator, denoiser, schedule, sigma_y, **options)`` (:mod:`~jaxcore.inverse.restoration`),
+:func:`restore_batch` over images and seeds (:mod:`~jaxcore.inverse.batching`) and PSNR/SSIM
+(:mod:`~jaxcore.inverse.metrics`).
 
 The workflow: degrade a real image, restore it with SNORE and the shipped DnCNN, score it.
 
@@ -47,22 +50,18 @@ from .operators import (
     standard_normal,
     uniform_kernel,
 )
-from .restoration import (
-    METHODS,
-    RECOMMENDED,
+from .batching import restore_batch
+from .restoration import METHODS, annealed_snore, pnp_hqs, pnp_pgd, red, red_prox, snore, snore_prox
+from .schedules import RECOMMENDED, Schedule, annealed_schedule, constant_schedule, recommended_schedule
+from .solvers import (
+    RED,
+    SNORE,
+    AbstractRestorer,
+    PnPHQS,
+    PnPPGD,
+    RestorationProblem,
     RestorationResult,
-    Schedule,
-    annealed_schedule,
-    annealed_snore,
-    constant_schedule,
-    pnp_hqs,
-    pnp_pgd,
-    recommended_schedule,
-    red,
-    red_prox,
-    restore_batch,
-    snore,
-    snore_prox,
+    restore,
 )
 from .tasks import TASKS, Task, make_task
 from .training import (
@@ -77,7 +76,8 @@ from .training import (
 )
 
 __all__ = [
-    "AbstractDenoiser", "AbstractOperator", "Blur", "DenoiserTrainResult", "DnCNN", "GaussianMMSEDenoiser",
+    "AbstractDenoiser", "AbstractOperator", "AbstractRestorer", "PnPHQS", "PnPPGD", "RED", "SNORE",
+    "RestorationProblem", "restore", "Blur", "DenoiserTrainResult", "DnCNN", "GaussianMMSEDenoiser",
     "GradientStepDenoiser", "Identity", "Inpainting", "METHODS", "PRETRAINED", "RECOMMENDED", "RestorationResult", "Schedule",
     "TABLE_SEED", "TABLE_SIGMAS", "TASKS", "TEST_IMAGES", "TRAIN_IMAGES", "TVDenoiser", "Task",
     "add_gaussian_noise", "annealed_schedule", "annealed_snore", "constant_schedule", "conv3x3", "degrade",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -111,8 +112,14 @@ SCHED_BAD = [_const(None), _const((1, 2, 3)), lambda: _sched()._replace(sigma=-_
 
 def _method(name):
     def call(key, y, operator, schedule, sigma_y):
-        return inv.METHODS[name](key, y, operator, DENOISER[0](), schedule, sigma_y)
+        with warnings.catch_warnings():  # a key to a deterministic method is accepted, deprecated
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return inv.METHODS[name](key, y, operator, DENOISER[0](), schedule, sigma_y)
     return call
+
+
+def _restore(key, y, operator, schedule, sigma_y, method):
+    return inv.restore(key, y, operator, DENOISER[0](), schedule, sigma_y, method=method)
 
 
 def _restoration_row(name, random):
@@ -286,6 +293,17 @@ FUZZ: dict = {
 }
 for _m in ("snore", "snore_prox", "annealed_snore", "red", "red_prox", "pnp_pgd", "pnp_hqs"):
     FUZZ[_m] = _restoration_row(_m, random=_m in ("snore", "snore_prox", "annealed_snore"))
+FUZZ["restore"] = (_restore, {
+    "key": (KEY_OK, KEY_BAD), "y": ([_img(d) for d in FLOATS], IMG_BAD), "operator": ([_blur, _inpaint], [_const(None)]),
+    "schedule": ([_sched], SCHED_BAD), "sigma_y": (POS, POS_BAD),
+    "method": ([lambda: inv.SNORE()], [_const("snore"), _const(None), lambda: inv.SNORE]),
+})
+_FLAG = ([_const(False), _const(True)], [_const(1), _const(None), _const("yes")])
+FUZZ["SNORE"] = (inv.SNORE, {"num_samples": ([_const(1), _const(3)], [_const(0), _const(1.5), _const(None)]),
+                             "prox": _FLAG, "antithetic": _FLAG})
+FUZZ["RED"] = (inv.RED, {"prox": _FLAG})
+FUZZ["PnPPGD"] = (inv.PnPPGD, {})
+FUZZ["PnPHQS"] = (inv.PnPHQS, {})
 for _cls in ("GaussianMMSEDenoiser", "TVDenoiser", "DnCNN", "GradientStepDenoiser"):
     FUZZ[f"{_cls}.__call__"] = (_den_call(_cls), _DEN_ARGS)
 for _meth in ("__call__", "adjoint", "data_grad", "data_fidelity", "data_prox"):
@@ -341,7 +359,8 @@ def test_fuzz_deep(name, data):
 
 def test_every_public_function_is_fuzzed():
     """Every public callable of the family is in the table (the containers and constants are not called)."""
-    containers = {"AbstractDenoiser", "AbstractOperator", "Schedule", "RestorationResult", "Task",
+    containers = {"AbstractDenoiser", "AbstractOperator", "AbstractRestorer", "RestorationProblem", "Schedule",
+                  "RestorationResult", "Task",
                   "DenoiserTrainResult", "METHODS", "PRETRAINED", "RECOMMENDED", "TASKS", "TABLE_SEED", "TABLE_SIGMAS",
                   "TEST_IMAGES", "TRAIN_IMAGES"}
     fuzzed = {n.split(".")[0] for n in FUZZ} | {"Identity"}  # Identity: operator.* rows
