@@ -38,58 +38,30 @@ True
 >>> bool(eig > 0)
 True
 
-Modules: :mod:`~jaxcore.sam.perturbations` (geometries, OBF), :mod:`~jaxcore.sam.trainer`
-(step, train), :mod:`~jaxcore.sam.transforms` (optax transformations),
-:mod:`~jaxcore.sam.sharpness` (measures).
+Modules, by concept (each imports only those above it; none imports the package):
+:mod:`~jaxcore.sam.tree_math` (norms, inner products), :mod:`~jaxcore.sam.schedules` (radii),
+:mod:`~jaxcore.sam.perturbations` (SAM, ASAM, GSAM, random, as functions),
+:mod:`~jaxcore.sam.geometries` (the same as equinox modules under an abstract base),
+:mod:`~jaxcore.sam.obf` (output-bias forgetting and its label checks),
+:mod:`~jaxcore.sam.ascent` (the ascent gradient), :mod:`~jaxcore.sam.micro_batches` (m-sharpness in the step),
+:mod:`~jaxcore.sam.trainer` (state, step, the bound trainer), :mod:`~jaxcore.sam.loop` (the scanned loop),
+:mod:`~jaxcore.sam.transforms` (optax transformations), :mod:`~jaxcore.sam.sharpness` (measures);
+``_checks`` and ``_loss`` hold the argument checks and the loss convention.
 """
 
-from .perturbations import (
-    ASAM,
-    GSAM,
-    OBF,
-    SAM,
-    Perturbation,
-    RandomDirection,
-    asam_perturbation,
-    default_weight_mask,
-    global_norm,
-    gsam_direction,
-    lr_proportional_rho,
-    obf_alpha,
-    obf_cotangent,
-    obf_loss,
-    random_perturbation,
-    rho_at,
-    safe_normalize,
-    sam_perturbation,
-    tree_dot,
-)
-from .sharpness import (
-    MSharpnessResult,
-    PowerIterationResult,
-    hessian_max_eigenvalue,
-    hessian_vector_product,
-    m_sharpness,
-)
-from .trainer import (
-    SAMState,
-    SharpnessAware,
-    StepInfo,
-    StepResult,
-    TrainResult,
-    ascent_gradient,
-    init,
-    sharpness_aware,
-    step,
-    train,
-)
-from .transforms import (
-    SharpnessAwareTransformState,
-    asam_adversary,
-    normalize,
-    sam_adversary,
-    sharpness_aware_transform,
-)
+from .ascent import ascent_gradient
+from .geometries import ASAM, GSAM, SAM, Perturbation, RandomDirection
+from .loop import TrainResult, train
+from .obf import OBF, obf_alpha, obf_cotangent, obf_loss
+from .perturbations import (asam_perturbation, default_weight_mask, gsam_direction, random_perturbation,
+                            sam_perturbation)
+from .schedules import lr_proportional_rho, rho_at
+from .sharpness import (MSharpnessResult, PowerIterationResult, hessian_max_eigenvalue, hessian_vector_product,
+                        m_sharpness)
+from .trainer import SAMState, SharpnessAware, StepInfo, StepResult, init, sharpness_aware, step
+from .transforms import (SharpnessAwareTransformState, asam_adversary, normalize, sam_adversary,
+                         sharpness_aware_transform)
+from .tree_math import global_norm, safe_normalize, tree_dot
 
 __all__ = [
     "ASAM", "GSAM", "OBF", "SAM", "Perturbation", "RandomDirection",

@@ -15,7 +15,6 @@ program (``eqx.filter_jit``, with ``loss_fn`` static): a second call with the sa
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -25,60 +24,12 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from jaxcore._util import check_int, check_key, expected
 
-from .perturbations import (
-    _as_scalar,
-    _check_radius,
-    _checked_value,
-    _check_tree,
-    _global_norm,
-    _random_perturbation,
-    _safe_normalize,
-    _same_structure,
-    _tree_dot,
-)
+from ._checks import _as_scalar, _check_radius, _check_tree, _checked_value, _same_structure
+from ._loss import LossFn, _check_loss_fn, _scalar_loss
+from .perturbations import _random_perturbation
+from .tree_math import _global_norm, _safe_normalize, _tree_dot
 
 PyTree = Any
-LossFn = Callable[[PyTree, PyTree, PyTree], tuple[jax.Array, Any]]
-
-
-def _check_loss_fn(loss_fn: Any) -> None:
-    if not callable(loss_fn):
-        raise TypeError(expected("loss_fn", "a function loss_fn(params, model_state, batch) -> (loss, aux)",
-                                 type(loss_fn).__name__, raw=True))
-
-
-def _loss_pair(out: Any) -> tuple[jax.Array, Any]:
-    """``(loss, aux)`` checked at trace time: a tuple of two with a scalar float ``loss``."""
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise TypeError(expected("loss_fn", "a function returning (loss, aux) (the jaxcore.sam loss convention)",
-                                 f"a {type(out).__name__}", raw=True))
-    loss = out[0]
-    if not eqx.is_array_like(loss):
-        raise TypeError(expected("loss_fn", "a scalar float loss as the first element of (loss, aux)",
-                                 type(loss).__name__, raw=True))
-    if jnp.ndim(loss) != 0:
-        raise ValueError(expected("loss_fn", "a scalar loss (mean over the batch)", f"shape {jnp.shape(loss)}",
-                                  raw=True))
-    if not jnp.issubdtype(jnp.result_type(loss), jnp.floating):
-        raise TypeError(expected("loss_fn", "a float loss", f"dtype {jnp.result_type(loss)}", raw=True))
-    return out
-
-
-def _checked_loss_fn(loss_fn: Any) -> Any:
-    """``loss_fn`` whose output is checked (at trace time, no run-time cost) by :func:`_loss_pair`."""
-    return lambda *args: _loss_pair(loss_fn(*args))
-
-
-def _loss_value(out: Any) -> jax.Array:
-    """``loss`` of ``(loss, aux)``; refuses a bare scalar (the family's one loss convention)."""
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise TypeError(expected("loss_fn", "a function returning (loss, aux) (the jaxcore.sam loss convention)",
-                                 f"a {type(out).__name__}", raw=True))
-    return _loss_pair(out)[0]
-
-
-def _scalar_loss(loss_fn: LossFn, model_state: PyTree) -> Callable[[PyTree, PyTree], jax.Array]:
-    return lambda p, b: _loss_value(loss_fn(p, model_state, b))
 
 
 def _leading_size(batch: PyTree) -> int:

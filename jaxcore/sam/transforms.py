@@ -36,18 +36,11 @@ from jaxtyping import PRNGKeyArray
 
 from jaxcore._util import check_key, expected
 
-from .perturbations import (
-    Perturbation,
-    _asam_perturbation,
-    _check_radius,
-    _check_real,
-    _check_tree,
-    _checked_value,
-    _same_structure,
-    _rho_at,
-    _safe_normalize,
-    _sam_perturbation,
-)
+from ._checks import _check_radius, _check_tree, _checked_value, _same_structure
+from .geometries import Perturbation
+from .perturbations import _asam_perturbation, _sam_perturbation
+from .schedules import _rho_at
+from .tree_math import _safe_normalize
 
 PyTree = Any
 

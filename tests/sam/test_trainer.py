@@ -414,7 +414,7 @@ def test_keys_are_checked_and_none_is_the_deterministic_path(x64):
 
 def test_micro_batch_mean_by_halving_equals_the_mean_for_every_count():
     """The step's pairwise (halving) mean over the micro-batch axis is jnp.mean to float rounding (k odd, even, 1)."""
-    from jaxcore.sam.trainer import _mean_leading
+    from jaxcore.sam.micro_batches import _mean_leading
 
     x = jax.random.normal(jax.random.key(3), (13, 5, 4))
     for k in (1, 2, 3, 7, 8, 13):
