@@ -615,7 +615,8 @@ def _execute(run: Run, tasks: list[tuple[Any, str, Any]], cfg: Any, previous: An
                 run.doc["quality_workers"] = workers
                 init = {"seed": int(cfg.seed), "quick": bool(cfg.quick), "timeout_s": float(cfg.timeout_s),
                         "repeats": int(cfg.repeats), "min_repeats": int(cfg.min_repeats),
-                        "max_time_s": float(cfg.max_time_s), "x64": bool(cfg.x64), "out_dir": str(out_dir)}
+                        "max_time_s": float(cfg.max_time_s), "x64": bool(cfg.x64), "out_dir": str(out_dir),
+                        "compile_cache": run.doc.get("compile_cache")}  # None: off (--no-compile-cache)
 
                 def record(j: int, rec: dict[str, Any]) -> None:
                     failure(tasks[shared[j]][0].name, rec)

@@ -9,7 +9,9 @@ in the main process as before: no speed figure is measured beside other work.
 A worker is ``python -m benchmarks.parallel``. It speaks JSON lines: the main process writes an
 ``init`` message and then one ``task`` at a time on the worker's stdin; the worker answers
 ``ready``, ``progress`` and ``done`` (the whole record) on a private copy of its stdout (what the
-suites print goes to its log, ``<out>/workers/worker-<i>.log``). A benchmark draws the same keys
+suites print goes to its log, ``<out>/workers/worker-<i>.log``). A worker uses the main process's
+persistent compilation cache folder (``init["compile_cache"]``, none under ``--no-compile-cache``), so a
+second run loads its programs instead of compiling them again. A benchmark draws the same keys
 as in the main process (:func:`benchmarks.cli.task_key`), so its figures do not depend on where
 it ran. A worker that dies (a crash, the hard time limit's watchdog, memory) costs the task it
 was running, which is recorded as an error with the tail of its log; a new worker takes the rest.
@@ -282,6 +284,22 @@ def run_pool(tasks: list[tuple[Any, str, Any]], *, workers: int, init: dict[str,
 # --------------------------------------------------------------------------- the worker's side
 
 
+def _enable_compile_cache(folder: str | None) -> str | None:
+    """Switch the persistent compilation cache on in a worker, in the folder the main process uses
+    (``init["compile_cache"]``; None when the main process runs without it, ``--no-compile-cache`` or
+    ``JAXCORE_COMPILE_CACHE=0``), before the worker compiles anything. Returns the folder, or None."""
+    if not folder:
+        return None
+    from jaxcore import enable_compilation_cache
+
+    try:
+        got = enable_compilation_cache(folder)
+    except Exception as exc:  # noqa: BLE001 - an unwritable folder: the worker runs cold, as the main process would
+        print(f"compilation cache off ({exc})", file=sys.stderr, flush=True)
+        return None
+    return str(got) if got is not None else None
+
+
 def worker_main() -> int:
     """A worker's loop (``python -m benchmarks.parallel``); see the module docstring."""
     proto = os.fdopen(os.dup(1), "w", buffering=1)
@@ -302,6 +320,7 @@ def worker_main() -> int:
 
     if init.get("x64"):
         jax.config.update("jax_enable_x64", True)
+    cache = _enable_compile_cache(init.get("compile_cache"))
     from . import runner
     import importlib
 
@@ -312,7 +331,7 @@ def worker_main() -> int:
     out_dir = pathlib.Path(init["out_dir"])
     key = jax.random.key(int(init["seed"]))
     family = None
-    say({"ready": True})
+    say({"ready": True, "compile_cache": cache})
     for line in sys.stdin:
         if not line.strip():
             continue

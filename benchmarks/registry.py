@@ -130,6 +130,48 @@ class Scaling:
     values: Sequence[Any]
 
 
+@dataclasses.dataclass(frozen=True)
+class Floor:
+    """A speed target restated from a floor proven by measurement, at some sizes of a benchmark.
+
+    Where a kernel cannot reach its registered ``target`` over a baseline for a reason that a
+    measurement proves (two gradients per step where the baseline computes one; a step whose time is
+    its random draws), the target is restated from that floor: the row is judged against
+    ``speedup`` instead, and the report prints the floor, the original target and ``reason`` beside
+    the ratio (``met at floor (>= 0.4x; target 0.476x)``), never a bare MISSED.
+
+    Attributes:
+        baseline: the baseline's name (a key of the benchmark's ``target`` or any baseline).
+        speedup: the restated minimum speed-up over that baseline (> 0).
+        reason: the measurement that proves the floor, with its figures (printed in the report).
+        size: the sizes it applies to: every item must equal the row's size parameter
+            (``{"width": 128}``); empty: every size.
+    """
+
+    baseline: str
+    speedup: float
+    reason: str
+    size: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.speedup, (int, float)) or not np.isfinite(self.speedup) or self.speedup <= 0:
+            raise ValueError(f"Floor.speedup: expected a finite number > 0, got {self.speedup!r}")
+        if not self.reason.strip():
+            raise ValueError(f"Floor.reason: expected the measurement that proves the floor, got {self.reason!r}")
+
+    def applies(self, baseline: str, size: Mapping[str, Any]) -> bool:
+        """Whether this floor judges ``baseline`` at ``size``."""
+        return baseline == self.baseline and all(size.get(k) == v for k, v in self.size.items())
+
+
+def floor_for(bench: "SpeedBenchmark", baseline: str, size: Mapping[str, Any]) -> Floor | None:
+    """The first of ``bench.floors`` that applies to ``baseline`` at ``size``, or None."""
+    for f in bench.floors:
+        if f.applies(baseline, size):
+            return f
+    return None
+
+
 @dataclasses.dataclass
 class SpeedBenchmark:
     """A timed kernel with its baselines (see the module docstring).
@@ -149,6 +191,8 @@ class SpeedBenchmark:
         scaling: optional size sweep for ``--scaling``.
         target: optional minimum speed-up over a baseline, e.g.
             ``{"torch": 10.0}``; the report marks whether it is met.
+        floors: :class:`Floor` s: targets restated from a proven floor at some sizes (they replace
+            ``target`` for their baseline and sizes; the report prints the floor and its reason).
         description: one line for ``--list`` and the report.
         allow_nonfinite: if False (default), a kernel output holding NaN or
             inf marks the record "wrong" and nothing is timed.
@@ -173,6 +217,7 @@ class SpeedBenchmark:
     atol: float = 1e-6
     scaling: Scaling | None = None
     target: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    floors: Sequence[Floor] = ()
     description: str = ""
     allow_nonfinite: bool = False
     batch_param: str | None = None

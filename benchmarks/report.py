@@ -78,9 +78,14 @@ def speed_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
             if b.get("status") == "ok":
                 sp = f"{b['speedup']:.3g}x [{b.get('speedup_iqr', 0):.2g}]"
                 tgt = "-"
-                if "target" in b:
-                    tgt = f"{'met' if b['target_met'] else 'MISSED'} (>= {b['target']:g}x)"
                 note = b.get("note", "")
+                if "floor" in b:  # a target restated from a proven floor: the floor, the target and why
+                    was = b["floor"].get("target")
+                    tgt = (f"{'met' if b['target_met'] else 'MISSED'} at floor (>= {b['target']:g}x"
+                           + (f"; target {was:g}x)" if was is not None else ")"))
+                    note = f"floor: {b['floor']['reason']}" + (f"; {note}" if note else "")
+                elif "target" in b:
+                    tgt = f"{'met' if b['target_met'] else 'MISSED'} (>= {b['target']:g}x)"
             else:
                 sp, tgt = b.get("status", "?").upper(), "-"
                 note = (b.get("error") or "")[:160]

