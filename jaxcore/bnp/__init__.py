@@ -35,31 +35,17 @@ from .continual import (
     mask_union,
     run_continual,
 )
-from .distributions import (
-    BernoulliProcessMask,
-    IndianBuffetProcess,
-    LogitRelaxedBernoulli,
-    RelaxedBernoulli,
-    StickBreakingBetaProcess,
-    bernoulli_process_logits,
-    gamma_rsample,
-    ibp_sample,
-    stick_breaking_log_weights,
-)
+from .distributions import BernoulliProcessMask, LogitRelaxedBernoulli, RelaxedBernoulli, bernoulli_process_logits
+from .inference import FitResult, FitState, SVIStepResult, fit, make_svi_step
 from .kl import kl_beta, kl_normal, kl_relaxed_bernoulli_mc
-from .model import (
-    AdaptiveCNN,
-    AdaptiveMLP,
-    BetaSticks,
-    FitResult,
-    FitState,
-    MeanFieldGaussian,
-    SVIStepResult,
-    fit,
-    make_svi_step,
-)
+from .model import AbstractAdaptiveNetwork
+from .networks import AdaptiveCNN, AdaptiveMLP
+from .processes import IndianBuffetProcess, StickBreakingBetaProcess, ibp_sample, stick_breaking_log_weights
+from .sampling import gamma_rsample
+from .variational import BetaSticks, MeanFieldGaussian
 
 __all__ = [
+    "AbstractAdaptiveNetwork",
     "METHODS",
     "AdaptiveCNN",
     "AdaptiveMLP",

@@ -2,7 +2,7 @@
 
 Methods (all on the same residual network, same optimiser and step budget):
 
-- ``"adaptive"``: :class:`~jaxcore.bnp.model.AdaptiveMLP` with beta-process
+- ``"adaptive"``: :class:`~jaxcore.bnp.AdaptiveMLP` with beta-process
   depth and Bernoulli-process masks; prior <- posterior after each task; the
   hard masks of each task are stored and used to evaluate it later.
 - ``"vcl"``: variational continual learning without structure adaptation
@@ -43,7 +43,9 @@ import optax
 from jaxcore._util import Progress, ProgressArg, check_choice, check_int, check_progress, check_scalar, expected
 from jaxcore._util.keys import is_key
 
-from .model import _WEIGHTS, AdaptiveMLP, _check_labels, _check_model, _rebuild, _template, fit
+from .inference import fit
+from .model import _WEIGHTS, AbstractAdaptiveNetwork, _check_labels, _check_model, _rebuild, _template
+from .networks import AdaptiveMLP
 
 __all__ = [
     "METHODS",
@@ -346,11 +348,11 @@ def _accuracy(logits, y, n):
     return jnp.sum((jnp.argmax(logits, -1) == y) & valid) / n
 
 
-def _det_forward(model: AdaptiveMLP, weights, x, task):
+def _det_forward(model: AbstractAdaptiveNetwork, weights, x, task):
     return model._forward(weights, jnp.ones(model.mask_shape(), x.dtype), x, task)
 
 
-def run_continual(keys, method: str, model: AdaptiveMLP, tasks, config: ContinualConfig = ContinualConfig(), *,
+def run_continual(keys, method: str, model: AbstractAdaptiveNetwork, tasks, config: ContinualConfig = ContinualConfig(), *,
                   progress: ProgressArg = False):
     """Train ``method`` on the task sequence, once per key (``vmap`` over seeds).
 
@@ -386,7 +388,7 @@ def run_continual(keys, method: str, model: AdaptiveMLP, tasks, config: Continua
             tasks than ``model.num_heads`` when it is above 1 (a model of one head shares it among every
             task, e.g. Permuted MNIST), or labels outside ``[0, num_classes)``.
         TypeError: ``keys`` not a 1-d batch of PRNG keys (a single key included: use
-            ``jax.random.split(key, seeds)``), ``model`` not an AdaptiveMLP, ``config`` not a ContinualConfig,
+            ``jax.random.split(key, seeds)``), ``model`` not an AbstractAdaptiveNetwork, ``config`` not a ContinualConfig,
             ``progress`` neither a bool nor a callable.
 
     References:

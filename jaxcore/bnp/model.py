@@ -15,14 +15,19 @@ Priors (task 1) and mean-field posteriors:
 
 - weights: ``N(0, s0^2)`` prior, ``N(m, s^2)`` posterior (every weight, bias and head);
 - depth: ``nu_k ~ Beta(alpha, beta)``, ``pi_k = prod_{j<=k} nu_j``
-  (:class:`~jaxcore.bnp.distributions.StickBreakingBetaProcess`); posterior
+  (:class:`~jaxcore.bnp.processes.StickBreakingBetaProcess`); posterior
   ``Beta(a_k, b_k)``;
 - width: ``Z_k[i, j] | pi ~ Bernoulli(sigmoid(logit(pi_k) + gamma0_k[i, j]))``
   (``gamma0 = 0`` at task 1), posterior ``sigmoid(logit(pi_k) + gamma_k[i, j])``,
   relaxed to a binary Concrete of temperature ``tau`` during training and
   thresholded (``logit(E pi_k) + gamma > 0``) at test.
 
-After a task the posterior becomes the next prior (:meth:`AdaptiveMLP.posterior_to_prior`,
+This module holds what every architecture shares, the abstract base :class:`AbstractAdaptiveNetwork`; the
+two final architectures, :class:`~jaxcore.bnp.AdaptiveMLP` and :class:`~jaxcore.bnp.AdaptiveCNN`, are in
+:mod:`jaxcore.bnp.networks`, the variational factors in :mod:`jaxcore.bnp.variational` and the fitting loop
+in :mod:`jaxcore.bnp.inference`.
+
+After a task the posterior becomes the next prior (:meth:`AbstractAdaptiveNetwork.posterior_to_prior`,
 :mod:`jaxcore.bnp.continual`). The model holds its variational parameters; the prior is a
 model of the same configuration.
 
@@ -38,12 +43,12 @@ relaxation, not a coding error: with ``temperature != prior_temperature`` the
 estimate depends on ``pi``, as the exact Bernoulli KL would
 (``tests/bnp/test_kl.py::test_mask_kl_depends_on_shared_pi_only_when_temperatures_differ``).
 
-Inference: an **optax** Adam loop inside ``lax.scan`` (:func:`fit`, returning a :class:`FitResult`
-with the loss history; one step is :func:`make_svi_step`) over an ELBO
+Inference: an **optax** Adam loop inside ``lax.scan`` (:func:`~jaxcore.bnp.fit`, returning a
+:class:`~jaxcore.bnp.FitResult` with the loss history; one step is :func:`~jaxcore.bnp.make_svi_step`) over an ELBO
 built from the numpyro-compatible pieces of this family: closed-form Gaussian and
 Beta KLs (:mod:`jaxcore.bnp.kl`), the logit-space relaxed-Bernoulli density of
 :class:`~jaxcore.bnp.distributions.LogitRelaxedBernoulli` for the Monte Carlo mask
-KL, and reparameterised Beta sticks (:func:`~jaxcore.bnp.distributions.gamma_rsample`).
+KL, and reparameterised Beta sticks (:func:`~jaxcore.bnp.sampling.gamma_rsample`).
 We chose this over numpyro SVI for structural reasons, not a measured speed-up:
 the ``S`` Monte Carlo samples are one ``vmap`` over a single forward pass, the
 analytic KLs are computed once per step rather than per particle, and the mask
@@ -57,101 +62,30 @@ References:
     Networks for Bayesian Continual Learning", UAI 2021.
 """
 
-from __future__ import annotations
-
+import abc
 import dataclasses
 import functools
-from typing import Any, NamedTuple
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, PRNGKeyArray
 
-from jaxcore._util import (
-    Progress,
-    check_finite,
-    check_int,
-    check_key,
-    check_progress,
-    check_scalar,
-    check_shape,
-    expected,
-    is_concrete,
-)
-from jaxcore._util.checks import error_if
+from jaxcore._util import check_finite, check_int, check_key, check_scalar, check_shape, expected, is_concrete
 
-from .distributions import (
-    _GAMMA_PROPOSALS,
-    _gamma_from_uniforms,
-    _normal_from_uniform,
-    _random_words,
-    _uniform_from_words,
-    _bernoulli_process_logits,
-)
+from .distributions import _bernoulli_process_logits
 from .kl import _kl_beta, _kl_normal, _kl_relaxed_from_noise
+from .sampling import _GAMMA_PROPOSALS, _gamma_from_uniforms, _normal_from_uniform, _random_words, _uniform_from_words
+from .variational import BetaSticks, MeanFieldGaussian, _gauss, _gauss_prior
 
 __all__ = [
-    "AdaptiveCNN",
-    "AdaptiveMLP",
-    "BetaSticks",
-    "FitResult",
-    "FitState",
-    "MeanFieldGaussian",
-    "SVIStepResult",
-    "fit",
-    "make_svi_step",
+    "AbstractAdaptiveNetwork",
 ]
 
+
 _WEIGHTS = ("w_in", "w_hidden", "w_head")
-
-
-class MeanFieldGaussian(eqx.Module):
-    """Mean-field Gaussian factor ``N(loc, exp(log_scale)^2)`` of one weight tensor (elementwise).
-
-    Attributes:
-        loc: means, float, the weight tensor's shape.
-        log_scale: log standard deviations, float, same shape.
-
-    Examples:
-        >>> import jax.numpy as jnp
-        >>> g = MeanFieldGaussian(jnp.zeros(3), jnp.zeros(3))
-        >>> g.loc.shape
-        (3,)
-    """
-
-    loc: Float[Array, "..."]
-    log_scale: Float[Array, "..."]
-
-
-class BetaSticks(eqx.Module):
-    """Log concentrations of the stick posteriors ``nu_k ~ Beta(exp(log_a_k), exp(log_b_k))``.
-
-    Attributes:
-        log_a: ``[K]`` float, ``log a_k``.
-        log_b: ``[K]`` float, ``log b_k``.
-
-    Examples:
-        >>> import jax.numpy as jnp
-        >>> BetaSticks(jnp.zeros(2), jnp.zeros(2)).log_a.shape
-        (2,)
-    """
-
-    log_a: Float[Array, " K"]
-    log_b: Float[Array, " K"]
-
-
-def _gauss(key, shape, init_scale, loc_scale):
-    return MeanFieldGaussian(
-        loc_scale * jax.random.normal(key, shape),
-        jnp.full(shape, np.log(init_scale), jnp.result_type(float)),  # not weak-typed
-    )
-
-
-def _gauss_prior(shape, scale):
-    return MeanFieldGaussian(jnp.zeros(shape), jnp.full(shape, np.log(scale), jnp.result_type(float)))
 
 
 def _augment(h):
@@ -219,147 +153,118 @@ def _check_labels(model, y, num_valid=None, name="y"):
 
 
 def _check_model(model, name="model"):
-    if not isinstance(model, AdaptiveMLP):
-        raise TypeError(expected(name, "an AdaptiveMLP (or AdaptiveCNN)", type(model).__name__, raw=True))
+    if not isinstance(model, AbstractAdaptiveNetwork):
+        raise TypeError(expected(name, "an AbstractAdaptiveNetwork (AdaptiveMLP, AdaptiveCNN)", type(model).__name__, raw=True))
 
 
-class AdaptiveMLP(eqx.Module):
-    """Bayesian residual MLP with beta-process depth and Bernoulli-process per-weight masks.
+def _init_network(model, in_features, width, truncation, num_heads, num_classes, key, alpha, beta, prior_scale,
+                  init_scale, temperature, prior_temperature, adapt_structure) -> None:
+    """The shared constructor of the networks: checks the configuration and draws the initial posterior.
 
-    An equinox model holding its variational parameters: the mean-field Gaussians of the
-    input, hidden and head weights, the mask logit offsets ``gamma`` and the stick
-    posteriors. The architecture (sizes, priors, temperatures) is static. The prior is a
-    model of the same type (:meth:`init_prior`, or a previous task's posterior), so a
-    posterior becomes the next prior as it is; ``jax.grad`` of the ELBO with respect to
-    the model is the gradient of every variational parameter, and ``jax.vmap`` over keys
-    of the constructor gives one network per seed. (This layout replaced separate
-    parameter dicts beside an array-free module; the SVI step compiles to the same
-    program either way: 8496 optimised HLO operations, 2.34e8 FLOPs and 1.14e8 bytes in
-    XLA's cost analysis at the benchmark's default size, before and after.)
+    Called from a network's ``__init__`` (``model`` is the instance being built): weight means
+    ``N(0, 1 / fan_in)`` (head means zero), standard deviations ``init_scale``, ``gamma = 0`` and the sticks at
+    the prior's values.
+    """
+    model.in_features = check_int(in_features, "in_features", 1)
+    model.width = check_int(width, "width", 1)
+    model.truncation = check_int(truncation, "truncation", 1)
+    model.num_heads = check_int(num_heads, "num_heads", 1)
+    model.num_classes = check_int(num_classes, "num_classes", 2)
+    for name, v in (("alpha", alpha), ("beta", beta), ("prior_scale", prior_scale), ("init_scale", init_scale),
+                    ("temperature", temperature), ("prior_temperature", prior_temperature)):
+        setattr(model, name, check_scalar(v, name, positive=True))
+    if not isinstance(adapt_structure, (bool, np.bool_)):
+        raise TypeError(expected("adapt_structure", "a bool", type(adapt_structure).__name__, raw=True))
+    model.adapt_structure = bool(adapt_structure)
+    check_key(key)
+    shapes = model._shapes()
+    keys = jax.random.split(key, 3)
+    w = {}
+    for k, name in zip(keys, _WEIGHTS):
+        w[name] = _gauss(k, shapes[name], model.init_scale, 1.0 / np.sqrt(shapes[name][-2]))
+    model.w_in, model.w_hidden = w["w_in"], w["w_hidden"]
+    model.w_head = MeanFieldGaussian(jnp.zeros_like(w["w_head"].loc), w["w_head"].log_scale)
+    model.gamma = jnp.zeros(model.mask_shape())
+    model.sticks = model._prior_sticks()
 
-    ``h_0 = relu(W_in [x; 1])``, ``h_k = h_{k-1} + relu((W_k * Z_k) [h_{k-1}; 1])``,
-    ``logits_t = W_head,t [h_K; 1]``; the ELBO per datum is :meth:`elbo`.
 
-    Args:
-        in_features: ``D``, input dimension (inputs ``[batch, D]``, float).
-        width: ``W``, hidden units of every hidden layer.
-        truncation: ``K``, the maximum depth (number of residual hidden layers).
-        num_heads: number of task heads ``T``.
-        num_classes: classes per head ``C`` (>= 2).
-        key: PRNG key of the initial means (keyword-only).
-        alpha, beta: stick-breaking prior ``nu_k ~ Beta(alpha, beta)`` (> 0).
-        prior_scale: weight prior standard deviation ``s0`` at task 1 (> 0).
-        init_scale: initial posterior standard deviation of the weights (> 0).
-        temperature: posterior Concrete temperature ``tau`` (0.05-0.3 is safe).
-        prior_temperature: prior Concrete temperature.
-        adapt_structure: if False, no masks and no depth variables: plain VCL
-            with all ``K`` hidden layers on (the "VCL" baseline). ``gamma`` and
-            ``sticks`` are still held (and get no gradient).
+class AbstractAdaptiveNetwork(eqx.Module):
+    """A Bayesian residual network with beta-process depth and Bernoulli-process masks (the abstract base).
 
-    Attributes:
-        gamma: mask logit offsets, ``mask_shape()`` float (zeros at initialisation).
-        sticks: :class:`BetaSticks` ``[K]`` (the prior's values at initialisation).
-        w_head: :class:`MeanFieldGaussian` ``[T, W + 1, C]`` (means zero at initialisation).
-        w_hidden: :class:`MeanFieldGaussian` ``[K, W + 1, W]``.
-        w_in: :class:`MeanFieldGaussian` ``[D + 1, W]`` (biases are the last input row).
+    The variational posterior and the prior are models of the same final class
+    (:class:`~jaxcore.bnp.AdaptiveMLP` or :class:`~jaxcore.bnp.AdaptiveCNN`); this base holds everything
+    they share: the prior (:meth:`init_prior`), the masks (:meth:`mask_logits`, :meth:`hard_masks`), the
+    reparameterised noise (:meth:`sample_noise`), the KLs and the ELBO (:meth:`elbo`), the hand-over of a
+    posterior to the next task (:meth:`posterior_to_prior`) and prediction (:meth:`predict_logits`).
 
-    Raises:
-        ValueError / TypeError: invalid sizes, concentrations, temperatures or key.
+    A concrete network declares the fields below (the variational parameters first, in this order, so that
+    flattened optimiser states keep their layout; the configuration static), initialises them in its
+    ``__init__`` with :func:`_init_network`, and writes its architecture: ``_shapes`` (the weight tensors'
+    shapes), :meth:`mask_shape`, ``_check_x``, ``_features`` (inputs to the first layer's layout),
+    ``_input_layer``, ``_hidden_layer`` and ``_head``. Concrete networks are final (equinox's abstract/final
+    pattern): extend this base, never a network.
+
+    ``h_0 = input_layer(x)``, ``h_k = hidden_layer(h_{k-1}; W_k, Z_k)`` (residual; an all-zero mask makes
+    the layer the identity), ``logits_t = head_t(h_K)``.
 
     References:
-        Thapa & Li, "Bayesian Adaptation of Network Depth and Width for
-        Continual Learning", ICML 2024, Sec. 3 (eqs. 1-6).
-
-    Examples:
-        >>> import jax
-        >>> model = AdaptiveMLP(4, 8, 3, 2, 2, key=jax.random.key(0))
-        >>> model.w_hidden.loc.shape, model.mask_shape()
-        ((3, 9, 8), (3, 9, 8))
-        >>> prior = model.init_prior()          # same type; a trained posterior is the next prior
-        >>> float(prior.w_in.loc.sum()), model.hard_masks().shape
-        (0.0, (3, 9, 8))
+        Thapa & Li, "Bayesian Adaptation of Network Depth and Width for Continual Learning", ICML 2024,
+        Sec. 3 (eqs. 1-6).
     """
 
-    # the variational parameters, in the (sorted) order of the former parameter dict, so flattened
-    # optimiser states and every compiled program keep their layout
-    gamma: Float[Array, "K ..."]
-    sticks: BetaSticks
-    w_head: MeanFieldGaussian
-    w_hidden: MeanFieldGaussian
-    w_in: MeanFieldGaussian
-    in_features: int = eqx.field(static=True)
-    width: int = eqx.field(static=True)
-    truncation: int = eqx.field(static=True)
-    num_heads: int = eqx.field(static=True)
-    num_classes: int = eqx.field(static=True)
-    alpha: float = eqx.field(static=True)
-    beta: float = eqx.field(static=True)
-    prior_scale: float = eqx.field(static=True)
-    init_scale: float = eqx.field(static=True)
-    temperature: float = eqx.field(static=True)
-    prior_temperature: float = eqx.field(static=True)
-    adapt_structure: bool = eqx.field(static=True)
+    # evaluated annotations (this module has no ``from __future__ import annotations``): equinox reads them
+    gamma: eqx.AbstractVar[Array]
+    sticks: eqx.AbstractVar[BetaSticks]
+    w_head: eqx.AbstractVar[MeanFieldGaussian]
+    w_hidden: eqx.AbstractVar[MeanFieldGaussian]
+    w_in: eqx.AbstractVar[MeanFieldGaussian]
+    in_features: eqx.AbstractVar[int]
+    width: eqx.AbstractVar[int]
+    truncation: eqx.AbstractVar[int]
+    num_heads: eqx.AbstractVar[int]
+    num_classes: eqx.AbstractVar[int]
+    alpha: eqx.AbstractVar[float]
+    beta: eqx.AbstractVar[float]
+    prior_scale: eqx.AbstractVar[float]
+    init_scale: eqx.AbstractVar[float]
+    temperature: eqx.AbstractVar[float]
+    prior_temperature: eqx.AbstractVar[float]
+    adapt_structure: eqx.AbstractVar[bool]
 
-    def __init__(self, in_features: int, width: int, truncation: int, num_heads: int, num_classes: int, *,
-                 key: PRNGKeyArray, alpha: float = 2.0, beta: float = 1.0, prior_scale: float = 1.0,
-                 init_scale: float = 0.05, temperature: float = 0.2, prior_temperature: float = 0.2,
-                 adapt_structure: bool = True):
-        self.in_features = check_int(in_features, "in_features", 1)
-        self.width = check_int(width, "width", 1)
-        self.truncation = check_int(truncation, "truncation", 1)
-        self.num_heads = check_int(num_heads, "num_heads", 1)
-        self.num_classes = check_int(num_classes, "num_classes", 2)
-        for name, v in (("alpha", alpha), ("beta", beta), ("prior_scale", prior_scale), ("init_scale", init_scale),
-                        ("temperature", temperature), ("prior_temperature", prior_temperature)):
-            setattr(self, name, check_scalar(v, name, positive=True))
-        if not isinstance(adapt_structure, (bool, np.bool_)):
-            raise TypeError(expected("adapt_structure", "a bool", type(adapt_structure).__name__, raw=True))
-        self.adapt_structure = bool(adapt_structure)
-        check_key(key)
-        shapes = self._shapes()
-        keys = jax.random.split(key, 3)
-        w = {}
-        for k, name in zip(keys, _WEIGHTS):
-            w[name] = _gauss(k, shapes[name], self.init_scale, 1.0 / np.sqrt(shapes[name][-2]))
-        self.w_in, self.w_hidden = w["w_in"], w["w_hidden"]
-        self.w_head = MeanFieldGaussian(jnp.zeros_like(w["w_head"].loc), w["w_head"].log_scale)
-        self.gamma = jnp.zeros(self.mask_shape())
-        self.sticks = self._prior_sticks()
-
-    # ----- shapes of the architecture (overridden by AdaptiveCNN) -----
+    # ----- the architecture (each network's own) -----
+    @abc.abstractmethod
     def _shapes(self) -> dict[str, tuple]:
-        d, w, k = self.in_features, self.width, self.truncation
-        return {
-            "w_in": (d + 1, w),
-            "w_hidden": (k, w + 1, w),
-            "w_head": (self.num_heads, w + 1, self.num_classes),
-        }
+        """The shapes of the weight tensors ``w_in``, ``w_hidden`` ``[K, ...]`` and ``w_head`` ``[T, ...]``."""
 
+    @abc.abstractmethod
     def mask_shape(self) -> tuple:
-        """Shape of the mask ``Z``: ``[K, W + 1, W]`` (one entry per hidden weight and bias)."""
-        return self._shapes()["w_hidden"]
+        """Shape of the masks ``Z`` ``[K, ...]``."""
 
-    def _check_x(self, x):
-        if jnp.ndim(x) != 2 or jnp.shape(x)[-1] != self.in_features:
-            raise ValueError(expected("x", f"shape [batch, {self.in_features}]", f"shape {jnp.shape(x)}", raw=True))
+    @abc.abstractmethod
+    def _check_x(self, x) -> None:
+        """ValueError unless ``x`` has the network's input shape."""
+
+    @abc.abstractmethod
+    def _features(self, x):
+        """The inputs in the first layer's layout."""
+
+    @abc.abstractmethod
+    def _input_layer(self, w_in, x):
+        """``h_0`` from the features."""
+
+    @abc.abstractmethod
+    def _hidden_layer(self, h, w, z):
+        """One residual layer ``h_k`` from ``h_{k-1}``, its weights ``w`` and masks ``z``."""
+
+    @abc.abstractmethod
+    def _head(self, w_head, h):
+        """One task head's logits from ``h_K``."""
 
     def _check_xy(self, x, y):
         self._check_x(x)
         if jnp.shape(y) != jnp.shape(x)[:1]:
             raise ValueError(expected("y", f"shape [{jnp.shape(x)[0]}] (one label per row of x)",
                                       f"shape {jnp.shape(y)}", raw=True))
-
-    def _features(self, x):
-        return x
-
-    def _input_layer(self, w_in, x):
-        return jax.nn.relu(_augment(x) @ w_in)
-
-    def _hidden_layer(self, h, w, z):
-        return h + jax.nn.relu(_augment(h) @ (w * z))
-
-    def _head(self, w_head, h):
-        return _augment(h) @ w_head
 
     def _forward(self, weights, z, x, task):
         """The network on given weights (a dict ``w_in``, ``w_hidden``, ``w_head`` of arrays) and masks."""
@@ -376,7 +281,7 @@ class AdaptiveMLP(eqx.Module):
         return BetaSticks(jnp.full((self.truncation,), np.log(self.alpha), jnp.result_type(float)),
                           jnp.full((self.truncation,), np.log(self.beta), jnp.result_type(float)))
 
-    def init_prior(self) -> AdaptiveMLP:
+    def init_prior(self) -> "AbstractAdaptiveNetwork":
         """The task-1 prior: a model of the same type and configuration holding the prior's values.
 
         Weights ``N(0, prior_scale^2)``, ``gamma0 = 0``, sticks ``Beta(alpha, beta)``.
@@ -500,7 +405,7 @@ class AdaptiveMLP(eqx.Module):
             out["g1"], out["g0"] = g[0], g[1]
         return out
 
-    def kl_gaussian(self, prior: AdaptiveMLP, task=None):
+    def kl_gaussian(self, prior: "AbstractAdaptiveNetwork", task=None):
         """Closed-form KL of the Gaussian weights to ``prior``'s (nats, scalar).
 
         Shared layers always count; of the heads, only head ``task`` counts
@@ -516,7 +421,7 @@ class AdaptiveMLP(eqx.Module):
             total = total + jnp.sum(_kl_normal(q.loc, jnp.exp(q.log_scale), p.loc, jnp.exp(p.log_scale)))
         return total
 
-    def posterior_to_prior(self, prior: AdaptiveMLP, task) -> AdaptiveMLP:
+    def posterior_to_prior(self, prior: "AbstractAdaptiveNetwork", task) -> "AbstractAdaptiveNetwork":
         """The prior of the next task, ``self`` being the posterior after training ``task``.
 
         The posterior for shared layers and heads ``<= task``; heads of later tasks keep
@@ -534,14 +439,14 @@ class AdaptiveMLP(eqx.Module):
             lambda q, p: jnp.where(trained.reshape((-1,) + (1,) * (q.ndim - 1)), q, p), self.w_head, prior.w_head)
         return eqx.tree_at(lambda m: m.w_head, self, head)
 
-    def kl_sticks(self, prior: AdaptiveMLP):
+    def kl_sticks(self, prior: "AbstractAdaptiveNetwork"):
         """Closed-form ``sum_k KL(Beta(a_k, b_k) || Beta(a0_k, b0_k))`` to ``prior``'s sticks (nats, scalar)."""
         if not self.adapt_structure:
             return 0.0
         q, p = self.sticks, prior.sticks
         return jnp.sum(_kl_beta(jnp.exp(q.log_a), jnp.exp(q.log_b), jnp.exp(p.log_a), jnp.exp(p.log_b)))
 
-    def elbo(self, key: PRNGKeyArray, prior: AdaptiveMLP, x, y, task, num_data, num_samples: int = 1,
+    def elbo(self, key: PRNGKeyArray, prior: "AbstractAdaptiveNetwork", x, y, task, num_data, num_samples: int = 1,
              kl_weight=1.0, adapt=True):
         """ELBO per datum with ``S`` Monte Carlo samples ``vmap``-ed.
 
@@ -590,7 +495,7 @@ class AdaptiveMLP(eqx.Module):
         noise = self._noise_with_sticks(self._raw_noise(key, num_samples))
         return self._elbo_from_noise(prior, noise, x, y, task, num_data, kl_weight, adapt)
 
-    def elbo_from_noise(self, prior: AdaptiveMLP, noise, x, y, task, num_data, kl_weight=1.0, adapt=True):
+    def elbo_from_noise(self, prior: "AbstractAdaptiveNetwork", noise, x, y, task, num_data, kl_weight=1.0, adapt=True):
         """:meth:`elbo` with the draws of :meth:`sample_noise` given explicitly (deterministic).
 
         The per-sample weights and relaxed masks are formed for all ``S`` samples
@@ -709,79 +614,6 @@ class AdaptiveMLP(eqx.Module):
         return jnp.any(masks.reshape(masks.shape[0], -1), axis=-1)
 
 
-class AdaptiveCNN(AdaptiveMLP):
-    """Small Bayesian residual CNN with beta-process depth and per-channel Bernoulli-process masks.
-
-    ``h_0 = relu(conv3x3(x))`` (``in_channels -> width`` channels), then ``K``
-    residual layers ``h_k = h_{k-1} + relu(conv3x3(h_{k-1}; W_k) * z_k + b_k * z_k)``
-    with masks ``z_k`` ``[width]`` on output channels, global average pooling and
-    task heads. Inputs are images ``[batch, H, W, in_channels]``; ``in_features``
-    is ``in_channels``. Weight tensors are stored flattened as ``[9 * C_in + 1, C_out]``
-    (HWIO then the bias row), so every method of :class:`AdaptiveMLP` applies. The
-    constructor's arguments (and its Raises) are :class:`AdaptiveMLP`'s; images may also be
-    given flattened, ``[batch, H * W * in_channels]`` (square images).
-
-    References:
-        Thapa & Li, "Bayesian Adaptation of Network Depth and Width for Continual
-        Learning", ICML 2024, Sec. 3 and appendix (convolutional variant).
-
-    Examples:
-        >>> import equinox as eqx, jax
-        >>> cnn = eqx.filter_eval_shape(lambda k: AdaptiveCNN(1, 4, 2, 1, 3, key=k), jax.random.key(0))
-        >>> cnn.w_in.loc.shape, cnn.mask_shape()
-        ((10, 4), (2, 4))
-    """
-
-    def _shapes(self):
-        c, w, k = self.in_features, self.width, self.truncation
-        return {
-            "w_in": (9 * c + 1, w),
-            "w_hidden": (k, 9 * w + 1, w),
-            "w_head": (self.num_heads, w + 1, self.num_classes),
-        }
-
-    def mask_shape(self):
-        """Per-channel masks ``[K, width]``."""
-        return (self.truncation, self.width)
-
-    def _check_x(self, x):
-        shape = jnp.shape(x)
-        if not ((len(shape) == 4 and shape[-1] == self.in_features)
-                or (len(shape) == 2 and shape[-1] % self.in_features == 0)):
-            raise ValueError(expected(
-                "x", f"shape [batch, H, W, {self.in_features}] or flattened [batch, H*W*{self.in_features}]",
-                f"shape {shape}", raw=True))
-
-    def _features(self, x):
-        if x.ndim == 2:  # flattened square images [B, side * side * C]
-            side = int(round((x.shape[-1] // self.in_features) ** 0.5))
-            return x.reshape(x.shape[0], side, side, self.in_features)
-        return x
-
-    @staticmethod
-    def _conv(h, w_flat):
-        """3x3 "SAME" convolution as a product of image patches with the flattened kernel.
-
-        The samples' kernels differ, so under ``vmap`` a convolution becomes a
-        grouped convolution, which XLA's CPU backend runs slowly; patches times
-        kernel is a batched matrix product instead.
-        """
-        cin = (w_flat.shape[0] - 1) // 9
-        patches = jax.lax.conv_general_dilated_patches(
-            h, (3, 3), (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))  # [B, H, W, cin * 9], (c, kh, kw)
-        kernel = w_flat[:-1].reshape(3, 3, cin, w_flat.shape[1]).transpose(2, 0, 1, 3).reshape(9 * cin, -1)
-        return patches @ kernel + w_flat[-1]
-
-    def _input_layer(self, w_in, x):
-        return jax.nn.relu(self._conv(x, w_in))
-
-    def _hidden_layer(self, h, w, z):
-        return h + jax.nn.relu(self._conv(h, w) * z)
-
-    def _head(self, w_head, h):
-        return _augment(jnp.mean(h, axis=(1, 2))) @ w_head
-
-
 def _check_batch_values(x, num_data, kl_weight):
     """Host checks of an ELBO's batch and scalars (concrete values only; traced ones are the caller's)."""
     if jnp.shape(x)[0] == 0:
@@ -809,265 +641,3 @@ _elbo_jit = eqx.filter_jit(lambda model, key, prior, x, y, task, num_data, kl_we
                            model._elbo(key, prior, x, y, task, num_data, num_samples, kl_weight, adapt))
 _elbo_from_noise_jit = eqx.filter_jit(lambda model, *args: model._elbo_from_noise(*args))
 _predict_logits_jit = eqx.filter_jit(lambda model, *args: model._predict_logits(*args))
-
-
-# ----------------------------------------------------------------------------- inference
-
-
-class FitState(NamedTuple):
-    """State of :func:`fit` and of the step of :func:`make_svi_step`.
-
-    Attributes:
-        params: the variational posterior, an :class:`AdaptiveMLP` (or CNN).
-        opt_state: the optax state of ``params``.
-
-    Examples:
-        >>> FitState._fields
-        ('params', 'opt_state')
-    """
-
-    params: Any
-    opt_state: Any
-
-
-class SVIStepResult(NamedTuple):
-    """Output of one step of :func:`make_svi_step`.
-
-    Attributes:
-        state: the updated :class:`FitState`.
-        loss: ``-ELBO / N`` at the step's parameters before the update (nats per datum), scalar.
-        grads: the gradient of ``loss`` with respect to the parameters (same pytree as the model).
-
-    Examples:
-        >>> SVIStepResult._fields
-        ('state', 'loss', 'grads')
-    """
-
-    state: FitState
-    loss: Float[Array, ""]
-    grads: Any
-
-
-class FitResult(NamedTuple):
-    """Output of :func:`fit`.
-
-    Attributes:
-        params: the fitted variational posterior (same type as the initial model).
-        opt_state: the final optax state (continue training with :func:`make_svi_step`).
-        losses: ``[num_steps]`` float, the history of ``-ELBO / N`` (nats per datum) at each
-            step's minibatch, before that step's update.
-
-    Examples:
-        >>> FitResult._fields
-        ('params', 'opt_state', 'losses')
-    """
-
-    params: Any
-    opt_state: Any
-    losses: Float[Array, " num_steps"]
-
-
-def _svi_step(optimizer, num_samples, kl_weight, adapt, key, state, prior, x, y, task, num_data):
-    """The SVI step's computation (traced inside :func:`make_svi_step`'s program and :func:`fit`'s scan)."""
-
-    def loss_fn(params):
-        elbo, aux = params._elbo(key, prior, x, y, task, num_data, num_samples, kl_weight, adapt)
-        return -elbo, aux
-
-    (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-    return SVIStepResult(FitState(optax.apply_updates(state.params, updates), opt_state), loss, grads)
-
-
-_svi_step_jit = eqx.filter_jit(_svi_step)
-
-
-def make_svi_step(optimizer: optax.GradientTransformation, num_samples: int, kl_weight=1.0, adapt=True):
-    """One stochastic variational step: ELBO gradient with ``S`` vmapped samples + optax update.
-
-    ``loss = -ELBO / N`` (:meth:`AdaptiveMLP.elbo`), its gradient by ``jax.value_and_grad``,
-    then ``optimizer.update`` and ``optax.apply_updates``. The returned step runs one
-    compiled program (compiled once per step function and argument shapes; Python
-    ``task`` / ``num_data`` values are compile-time constants, arrays are traced).
-
-    Args:
-        optimizer: an optax gradient transformation (e.g. ``optax.adam(1e-3)``).
-        num_samples: ``S``, Monte Carlo samples per ELBO estimate (static int >= 1).
-        kl_weight: KL multiplier (1 = the ELBO); float or traced scalar.
-        adapt: structure adaptation switch (see :meth:`AdaptiveMLP.elbo`); bool or traced.
-
-    Returns:
-        ``step(key, state, prior, x, y, task, num_data) -> SVIStepResult`` with ``state`` a
-        :class:`FitState` (``FitState(model, optimizer.init(model))`` to start), ``prior`` a model,
-        ``x`` ``[B, D]``, ``y`` ``[B]`` int, ``task`` the head index and ``num_data`` the task's
-        training-set size ``N``.
-
-    Raises:
-        TypeError / ValueError: ``num_samples`` not an int >= 1, ``optimizer`` not an optax
-            transformation, a concrete ``kl_weight`` not finite and >= 0; the step raises for a bad
-            key or shapes, an empty batch, and for concrete labels outside ``[0, num_classes)``, a
-            concrete ``task`` outside ``[0, num_heads)``, concrete ``x`` with NaN/inf or a concrete
-            ``num_data`` not finite and > 0 (host checks only: the compiled step has no run-time
-            checks).
-
-    References:
-        Thapa & Li, ICML 2024, Sec. 3.3 (training); Kingma & Ba, "Adam", ICLR 2015.
-
-    Examples:
-        >>> import jax, optax
-        >>> model = AdaptiveMLP(3, 4, 2, 1, 2, key=jax.random.key(0), adapt_structure=False)
-        >>> opt = optax.adam(1e-2)
-        >>> step = make_svi_step(opt, num_samples=2)
-        >>> x, y = jax.numpy.ones((6, 3)), jax.numpy.array([0, 1, 0, 1, 0, 1])
-        >>> out = step(jax.random.key(1), FitState(model, opt.init(model)), model.init_prior(), x, y, 0, 6.0)
-        >>> out.loss.shape, type(out.state.params).__name__
-        ((), 'AdaptiveMLP')
-    """
-    num_samples = check_int(num_samples, "num_samples", 1)
-    if not isinstance(optimizer, optax.GradientTransformation):
-        raise TypeError(expected("optimizer", "an optax.GradientTransformation", type(optimizer).__name__, raw=True))
-    if is_concrete(kl_weight):
-        check_scalar(kl_weight, "kl_weight", nonnegative=True)
-
-    def step(key, state, prior, x, y, task, num_data):
-        check_key(key)
-        _check_model(state.params, "state.params")
-        _check_model(prior, "prior")
-        state.params._check_xy(x, y)
-        _check_task(state.params, task)  # host checks of concrete values only: the step's program is unchanged
-        _check_labels(state.params, y)
-        _check_batch_values(x, num_data, 1.0)
-        return _svi_step_jit(optimizer, num_samples, kl_weight, adapt, key, state, prior, x, y, task, num_data)
-
-    step.__doc__ = (f"One SVI step (S = {num_samples}): ``step(key, state, prior, x, y, task, num_data) -> "
-                    "SVIStepResult``; see :func:`jaxcore.bnp.make_svi_step`.")
-    return step
-
-
-def _fit(key, params, prior, x, y, num_valid, task, learning_rate, kl_weight, adapt, num_steps, batch_size,
-         num_samples, progress):
-    optimizer = optax.flatten(optax.adam(learning_rate))  # one flat moment vector: ~1 s less compile per fit
-    state = FitState(params, optimizer.init(params))
-    num_valid_f = jnp.asarray(num_valid, jnp.float32)
-    prog = Progress(progress, num_steps, "bnp.fit")
-
-    def body(state, inp):
-        i, k = inp if prog.enabled else (None, inp)
-        kb, ks = jax.random.split(k)
-        idx = jax.random.randint(kb, (batch_size,), 0, num_valid)
-        out = _svi_step(optimizer, num_samples, kl_weight, adapt, ks, state, prior, x[idx], y[idx], task,
-                        num_valid_f)
-        prog.update(i, {"loss": out.loss})
-        return out.state, out.loss
-
-    keys = jax.random.split(key, num_steps)
-    # the step index is a scan input only when it is reported (without progress the program is unchanged)
-    state, losses = jax.lax.scan(body, state, (jnp.arange(num_steps), keys) if prog.enabled else keys)
-    return FitResult(state.params, state.opt_state, losses)
-
-
-_fit_jit = eqx.filter_jit(_fit)
-
-
-def _scalar_arg(x, name, *, positive):
-    """A float32 scalar > 0 (>= 0): a host check when concrete, ``equinox.error_if`` once when traced."""
-    what = "a finite number > 0" if positive else "a finite number >= 0"
-    if is_concrete(x):
-        if isinstance(x, jax.Array) and x.ndim != 0:
-            raise ValueError(expected(name, "a scalar", f"shape {x.shape}", raw=True))
-        return jnp.asarray(check_scalar(x, name, positive=positive, nonnegative=not positive), jnp.float32)
-    if jnp.ndim(x) != 0:
-        raise ValueError(expected(name, "a scalar", f"shape {jnp.shape(x)}", raw=True))
-    ok = jnp.isfinite(x) & ((x > 0) if positive else (x >= 0))
-    return error_if(x, ~ok, name, what)
-
-
-def fit(
-    key: PRNGKeyArray,
-    params: AdaptiveMLP,
-    prior: AdaptiveMLP,
-    x,
-    y,
-    num_valid,
-    task,
-    *,
-    num_steps: int,
-    batch_size: int,
-    num_samples: int = 4,
-    learning_rate=1e-3,
-    kl_weight=1.0,
-    adapt=True,
-    progress: bool | Any = False,
-) -> FitResult:
-    """Maximise the ELBO of one task with Adam over random minibatches (one compiled ``lax.scan``).
-
-    Each step draws ``batch_size`` rows uniformly from the first ``num_valid`` rows and takes
-    one SVI step (:func:`make_svi_step`) on ``-ELBO / N`` with ``N = num_valid``.
-
-    Args:
-        key: PRNG key (minibatches and Monte Carlo draws).
-        params: the initial variational posterior (a new model, or the previous posterior).
-        prior: the prior (the previous posterior, or :meth:`AdaptiveMLP.init_prior`).
-        x: padded training inputs ``[N_max, ...]`` float; y: labels ``[N_max]`` int.
-        num_valid: number of real rows ``N <= N_max`` (rows past it are padding); int or traced.
-        task: head index; int or traced int32.
-        num_steps: optimiser steps (static int >= 1).
-        batch_size: examples per minibatch (static int >= 1).
-        num_samples: Monte Carlo samples ``S`` per ELBO estimate (static int >= 1).
-        learning_rate: Adam step size; may be traced.
-        kl_weight: KL multiplier (1 = ELBO); may be traced.
-        adapt: structure adaptation switch (see :meth:`AdaptiveMLP.elbo`); may be traced.
-        progress: ``False`` (default), ``True`` (a progress bar) or ``fn(step, {"loss": ...})``.
-
-    Returns:
-        :class:`FitResult` ``(params, opt_state, losses)``; ``losses`` ``[num_steps]`` is the
-        history of ``-ELBO / N`` (nats per datum).
-
-    Raises:
-        ValueError / TypeError: ``num_steps``, ``batch_size`` or ``num_samples`` not a positive int,
-            ``y`` not one label per row of ``x``, a concrete ``num_valid`` outside ``[1, N_max]``,
-            labels (of the first ``num_valid`` rows) that are not integers in ``[0, num_classes)``,
-            a ``task`` outside ``[0, num_heads)`` (never clamped), a ``learning_rate`` that is not
-            finite and > 0 or a ``kl_weight`` not finite and >= 0, a bad key or progress. Traced
-            ``learning_rate``, ``kl_weight`` and ``task`` are checked once at run time
-            (``equinox.error_if``) before the training scan, never inside it.
-
-    References:
-        Thapa & Li, ICML 2024, Sec. 3.3; Kingma & Ba, "Adam", ICLR 2015.
-
-    Examples:
-        >>> import jax
-        >>> from jaxcore.datasets import split_digits
-        >>> tasks = split_digits()
-        >>> model = AdaptiveMLP(64, 16, 2, tasks.num_tasks, tasks.num_classes, key=jax.random.key(0))
-        >>> res = fit(jax.random.key(1), model, model.init_prior(), tasks.x_train[1], tasks.y_train[1],
-        ...           tasks.n_train[1], 1, num_steps=20, batch_size=32, num_samples=1, learning_rate=1e-2)
-        >>> res.losses.shape, type(res.params).__name__
-        ((20,), 'AdaptiveMLP')
-    """
-    check_key(key)
-    _check_model(params, "params")
-    _check_model(prior, "prior")
-    num_steps = check_int(num_steps, "num_steps", 1)
-    batch_size = check_int(batch_size, "batch_size", 1)
-    num_samples = check_int(num_samples, "num_samples", 1)
-    progress = check_progress(progress)
-    if jnp.ndim(x) < 1 or jnp.shape(y) != jnp.shape(x)[:1]:
-        raise ValueError(expected("y", f"shape [N_max] (one label per row of x {jnp.shape(x)})",
-                                  f"shape {jnp.shape(y)}", raw=True))
-    if is_concrete(num_valid):
-        if np.ndim(num_valid) != 0:
-            raise ValueError(expected("num_valid", "a scalar", f"shape {np.shape(num_valid)}", raw=True))
-        check_int(int(np.asarray(num_valid)), "num_valid", 1, jnp.shape(x)[0])
-    params._check_x(x)
-    _check_task(params, task)
-    _check_labels(params, y, num_valid if is_concrete(num_valid) else None)
-    learning_rate = _scalar_arg(learning_rate, "learning_rate", positive=True)
-    kl_weight = _scalar_arg(kl_weight, "kl_weight", positive=False)
-    num_valid = jnp.asarray(num_valid, jnp.int32)
-    task = jnp.asarray(task, jnp.int32)
-    if not is_concrete(task):  # checked once here, before the scan (never inside the training loop)
-        task = error_if(task, (task < 0) | (task >= params.num_heads), "task",
-                        f"an int in [0, {params.num_heads - 1}] (a head index)")
-    return _fit_jit(key, params, prior, x, y, num_valid, task, learning_rate, kl_weight, adapt, num_steps,
-                    batch_size, num_samples, progress)

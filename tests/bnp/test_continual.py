@@ -17,7 +17,7 @@ from jaxcore.bnp.continual import (
     mask_union,
     run_continual,
 )
-from jaxcore.bnp.model import AdaptiveMLP
+from jaxcore.bnp.networks import AdaptiveMLP
 
 
 def test_average_accuracy_and_backward_transfer_hand_built():

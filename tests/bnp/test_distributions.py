@@ -9,16 +9,8 @@ import numpyro.distributions as nd
 import pytest
 from scipy import stats
 
-from jaxcore.bnp.distributions import (
-    BernoulliProcessMask,
-    IndianBuffetProcess,
-    LogitRelaxedBernoulli,
-    RelaxedBernoulli,
-    StickBreakingBetaProcess,
-    bernoulli_process_logits,
-    ibp_sample,
-    stick_breaking_log_weights,
-)
+from jaxcore.bnp.distributions import BernoulliProcessMask, LogitRelaxedBernoulli, RelaxedBernoulli, bernoulli_process_logits
+from jaxcore.bnp.processes import IndianBuffetProcess, StickBreakingBetaProcess, ibp_sample, stick_breaking_log_weights
 
 
 # one compilation for every (a, b): the concentrations are traced arguments
@@ -248,7 +240,7 @@ def test_stick_reparameterisation_gradient(a, b):
 
 
 def test_gamma_rsample_distribution_and_gradient():
-    from jaxcore.bnp.distributions import gamma_rsample
+    from jaxcore.bnp.sampling import gamma_rsample
 
     draw = jax.jit(jax.value_and_grad(lambda a: gamma_rsample(jax.random.key(0), a, (40_000,)).mean()))
     sample = jax.jit(lambda a: gamma_rsample(jax.random.key(0), a, (40_000,)))

@@ -49,6 +49,8 @@ FUZZED = {
     "fit": "learning_rate, kl_weight: values; y: labels out of range, float labels; task: out of range; num_valid",
     "make_svi_step": "num_samples, optimizer; the step: labels and task out of range",
     "run_continual": "keys: single key, int, 2-d; method; config; tasks: more than heads",
+    "AbstractAdaptiveNetwork": "the abstract base: cannot be built (test_fuzz_containers); its methods are fuzzed "
+                               "through AdaptiveMLP",
     "MeanFieldGaussian": "construction only (a container)",
     "BetaSticks": "construction only (a container)",
     "FitState": "NamedTuple fields", "FitResult": "NamedTuple fields", "SVIStepResult": "NamedTuple fields",
@@ -370,6 +372,8 @@ def test_fuzz_run_continual_refuses(which):
 
 
 def test_fuzz_containers():
+    with pytest.raises(TypeError):
+        bnp.AbstractAdaptiveNetwork()
     assert bnp.MeanFieldGaussian(jnp.zeros(2), jnp.zeros(2)).loc.shape == (2,)
     assert bnp.BetaSticks(jnp.zeros(2), jnp.zeros(2)).log_b.shape == (2,)
     assert bnp.FitState._fields == ("params", "opt_state")

@@ -8,7 +8,8 @@ import optax
 import pytest
 
 from jaxcore.bnp import model as model_module
-from jaxcore.bnp.model import AdaptiveCNN, AdaptiveMLP, FitResult, FitState, SVIStepResult, fit, make_svi_step
+from jaxcore.bnp.inference import FitResult, FitState, SVIStepResult, fit, make_svi_step
+from jaxcore.bnp.networks import AdaptiveCNN, AdaptiveMLP
 
 
 def _sample_noise(model, key, params, s):
@@ -251,7 +252,7 @@ def test_equal_temperature_mask_kl_matches_general_form():
 
 
 def test_fused_noise_is_open_interval_and_standard(key):
-    from jaxcore.bnp.distributions import _normal_from_uniform, _uniform_open
+    from jaxcore.bnp.sampling import _normal_from_uniform, _uniform_open
 
     u = np.asarray(_uniform_open(key, (200_000,)))
     assert u.min() > 0.0 and u.max() < 1.0
@@ -267,7 +268,7 @@ def test_normal_from_uniform_matches_float64_quantile_on_the_grid():
     within 1e-6 of scipy's float64 quantile and antisymmetric about u = 1/2; float64 input is exact."""
     from scipy import special
 
-    from jaxcore.bnp.distributions import _normal_from_uniform
+    from jaxcore.bnp.sampling import _normal_from_uniform
 
     k = np.concatenate([np.arange(0, 2**23, 7), [1, 2, 2**23 - 2, 2**23 - 1]]).astype(np.float64)
     u = (k + 0.5) * 2.0**-23
@@ -319,7 +320,7 @@ def test_random_words_vmap_over_keys_equals_loop_and_threefry_blocks():
     (XLA's RngBitGenerator batching rule alone would use the first key for the whole batch)."""
     import jax.extend.random
 
-    from jaxcore.bnp.distributions import _random_words
+    from jaxcore.bnp.sampling import _random_words
 
     keys = jax.random.split(jax.random.key(5), 3)
     n = 7
@@ -447,3 +448,25 @@ def test_elbo_other_task_and_data_size_reuse_the_program(key):
     size = model_module._elbo_jit._cached._cache_size()
     b = model.elbo(jax.random.key(1), prior, x, y, 1, 20.0, kl_weight=0.5)[0]
     assert model_module._elbo_jit._cached._cache_size() == size and float(a) != float(b)
+
+
+def test_networks_share_one_abstract_base_and_are_final():
+    """AdaptiveCNN no longer subclasses AdaptiveMLP: both are final implementations of AbstractAdaptiveNetwork,
+    and a network missing part of its architecture cannot be built."""
+    import dataclasses
+
+    from jaxcore.bnp import AbstractAdaptiveNetwork
+
+    for cls in (AdaptiveMLP, AdaptiveCNN):
+        assert cls.__bases__ == (AbstractAdaptiveNetwork,) and not cls.__subclasses__()
+    assert not issubclass(AdaptiveCNN, AdaptiveMLP)
+    # the variational parameters first, in the layout flattened optimiser states were saved in
+    names = [f.name for f in dataclasses.fields(AdaptiveMLP)]
+    assert names[:5] == ["gamma", "sticks", "w_head", "w_hidden", "w_in"]
+    assert names == [f.name for f in dataclasses.fields(AdaptiveCNN)]
+
+    class NoHead(AbstractAdaptiveNetwork):  # implements nothing: abstract variables and methods missing
+        pass
+
+    with pytest.raises(TypeError):
+        NoHead()

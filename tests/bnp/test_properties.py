@@ -15,7 +15,8 @@ from jaxcore.bnp import (
     kl_normal,
     stick_breaking_log_weights,
 )
-from jaxcore.bnp import distributions as distributions_module
+from jaxcore.bnp import processes as processes_module
+from jaxcore.bnp import sampling as sampling_module
 from jaxcore.bnp import kl as kl_module
 
 positive = st.floats(min_value=0.05, max_value=50.0, allow_nan=False)
@@ -44,11 +45,11 @@ def test_kl_normal_nonnegative_and_zero_at_equality(m1, s1, m2, s2):
 @given(st.lists(st.floats(min_value=1e-3, max_value=1.0), min_size=4, max_size=4))
 def test_stick_breaking_weights_non_increasing(nu):
     lw = np.asarray(stick_breaking_log_weights(jnp.asarray(nu, jnp.float32)))
-    size = distributions_module._stick_breaking_log_weights_jit._cache_size()
+    size = processes_module._stick_breaking_log_weights_jit._cache_size()
     assert np.all(np.isfinite(lw)) and np.all(np.diff(lw) <= 1e-6) and lw[0] <= 1e-6
     np.testing.assert_allclose(np.exp(lw), np.cumprod(np.asarray(nu, np.float32)), rtol=1e-5)
     stick_breaking_log_weights(jnp.asarray(nu[::-1], jnp.float32))
-    assert distributions_module._stick_breaking_log_weights_jit._cache_size() == size
+    assert processes_module._stick_breaking_log_weights_jit._cache_size() == size
 
 
 @given(st.one_of(st.floats(max_value=0.0), st.just(float("nan")), st.just(float("inf"))))
@@ -66,7 +67,7 @@ def test_integer_sizes_refused_in_the_one_dialect(n):
     with pytest.raises(ValueError, match=r"^truncation: expected an int >= 1, got "):
         StickBreakingBetaProcess(1.0, 1.0, n)
     with pytest.raises(TypeError, match=r"^key: expected a jax.random.key\(...\) array, got int"):
-        distributions_module.ibp_sample(n, 1.0, 3, 4)
+        processes_module.ibp_sample(n, 1.0, 3, 4)
 
 
 def test_samplers_do_not_recompile():
@@ -74,8 +75,8 @@ def test_samplers_do_not_recompile():
 
     gamma_rsample(jax.random.key(0), 2.0, (16,))
     ibp_sample(jax.random.key(0), 2.0, 5, 8)
-    sizes = (distributions_module._gamma_rsample_jit._cache_size(), distributions_module._ibp_sample_jit._cache_size())
+    sizes = (sampling_module._gamma_rsample_jit._cache_size(), processes_module._ibp_sample_jit._cache_size())
     gamma_rsample(jax.random.key(1), 3.0, (16,))
     ibp_sample(jax.random.key(1), 4.0, 5, 8)
-    assert (distributions_module._gamma_rsample_jit._cache_size(),
-            distributions_module._ibp_sample_jit._cache_size()) == sizes
+    assert (sampling_module._gamma_rsample_jit._cache_size(),
+            processes_module._ibp_sample_jit._cache_size()) == sizes
