@@ -46,6 +46,14 @@ class Rollouts(eqx.Module):
         weight: ``[N]`` float32 sample weights (1 for samples; exact probabilities on the toy model).
         vocab_size: the base model's V (static; None: unknown). :func:`fit_cdq` and :func:`cdq_loss`
             refuse a Q head of another vocabulary.
+        token_reward: ``[N, L]`` float32 per-token rewards of an additive reward
+            ``r = sum_t token_reward[:, t]`` (the keyword and digit rewards: 1 / L per matching token),
+            or None (default: the sequence reward only). With it, CD-Q's target is per position:
+            ``Q(h_{t-1})[y_t] <- token_reward_t + sg(sum_z p(z) Q(h_t)[z])`` (the reward still to
+            come from token t on; the reward already collected before t is the same for every
+            candidate of step t and does not move the tilt), a lower-variance target than the
+            sequence reward at the last token. CD-FUDGE's target stays ``reward`` (its value ranks
+            whole blocks in blockwise CD, which needs the reward of the tokens inside the block).
 
     Raises:
         ValueError: built with fields of mismatched shapes, or (when concrete) a non-finite reward,
@@ -61,14 +69,15 @@ class Rollouts(eqx.Module):
     next_probs: Float[Array, "N L1 k"]
     weight: Float[Array, " N"]
     vocab_size: int | None = eqx.field(static=True, default=None)
+    token_reward: Float[Array, "N L"] | None = None
 
     def __check_init__(self):
         if np.ndim(self.tokens) != 2:
             raise ValueError(expected("tokens", "a [N, L] array", f"shape {np.shape(self.tokens)}", raw=True))
         n, length = np.shape(self.tokens)
-        want = {"mask": (n, length), "reward": (n,), "weight": (n,)}
+        want = {"mask": (n, length), "reward": (n,), "weight": (n,), "token_reward": (n, length)}
         for name, shape in want.items():
-            if tuple(np.shape(getattr(self, name))) != shape:
+            if getattr(self, name) is not None and tuple(np.shape(getattr(self, name))) != shape:
                 raise ValueError(expected(name, f"shape {shape} (N, L from tokens)", f"shape {np.shape(getattr(self, name))}", raw=True))
         h = np.shape(self.hidden)
         if len(h) != 3 or h[:2] != (n, length + 1):
@@ -81,6 +90,8 @@ class Rollouts(eqx.Module):
             check_int(self.vocab_size, "vocab_size", minimum=1)
         if is_concrete(self.reward, self.weight, self.tokens, self.next_ids, self.next_probs):
             check_finite(self.reward, "reward")
+            if self.token_reward is not None and is_concrete(self.token_reward):
+                check_finite(self.token_reward, "token_reward")
             w = np.asarray(self.weight)
             if not np.all(np.isfinite(w) & (w >= 0)):
                 raise ValueError(expected("weight", "finite weights >= 0", w[~(np.isfinite(w) & (w >= 0))][0]))
@@ -151,7 +162,10 @@ def _cdq_targets(head, data: Rollouts):
     nxt = jnp.sum(data.next_probs[:, 1:] * head.at(data.hidden[:, 1:], data.next_ids[:, 1:], check_ids=False), axis=-1)
     live_next = jnp.concatenate([data.mask[:, 1:], jnp.zeros_like(data.mask[:, :1])], axis=1)
     terminal = data.mask & ~live_next
-    target = jnp.where(terminal, data.reward[:, None], lax.stop_gradient(nxt))
+    if data.token_reward is None:
+        target = jnp.where(terminal, data.reward[:, None], lax.stop_gradient(nxt))
+    else:  # per position: this token's reward plus the expected reward still to come
+        target = data.token_reward + jnp.where(terminal, 0.0, lax.stop_gradient(nxt))
     return q, target
 
 
@@ -160,6 +174,8 @@ def cdq_loss(head, data: Rollouts) -> Float[Array, ""]:
 
     ``L = E sum_t (Q(h_{t-1})[y_t] - v_t)^2`` with ``v_t = r`` at the last live token and
     ``v_t = sg(sum_z p(z | y_<=t) Q(h_t)[z])`` before it (``p`` the base model, over its top-k).
+    With ``data.token_reward`` (an additive reward ``r_t``): ``v_t = r_t + sg(...)``, and ``r_t``
+    alone at the last live token.
 
     Args:
         head: a :class:`QHead` (or a combination of them).
@@ -222,7 +238,7 @@ def _rollouts_jit(model, prompt, prompt_mask, tokens, mask, top_k, chunk_size):
 
 
 def rollouts(model: lm.Llama, prompt_tokens, prompt_mask, result: lm.GenerateResult, reward, *,
-             top_k: int = 64, chunk_size: int = 8) -> Rollouts:
+             top_k: int = 64, chunk_size: int = 8, token_reward=None) -> Rollouts:
     """Prepare base-model samples for :func:`fit_fudge` / :func:`fit_cdq` (one jitted forward).
 
     Runs the frozen model over ``[prompt, result.tokens]`` in chunks of ``chunk_size`` rows and keeps
@@ -237,6 +253,8 @@ def rollouts(model: lm.Llama, prompt_tokens, prompt_mask, result: lm.GenerateRes
         top_k: k next tokens kept per prefix for CD-Q's target (at most V; V is exact).
         chunk_size: rows per forward (memory); chunk j holds rows j, j + N / chunk_size, ..., so rows
             split over D devices stay split when ``chunk_size`` is a multiple of D dividing N.
+        token_reward: ``[N, L]`` finite per-token rewards of an additive reward (zeroed past the
+            mask), or None: see :class:`Rollouts` (CD-Q's per-position target).
 
     Returns:
         :class:`Rollouts` with unit weights.
@@ -269,9 +287,15 @@ def rollouts(model: lm.Llama, prompt_tokens, prompt_mask, result: lm.GenerateRes
     check_finite(r, "reward")  # on the host; under an outer jit the check is the caller's
     k = check_int(top_k, "top_k", minimum=1, maximum=model.config.vocab_size)
     c = check_int(chunk_size, "chunk_size", minimum=1)
+    tr = None
+    if token_reward is not None:
+        tr = as_float_array(token_reward, "token_reward", dtype=jnp.float32)
+        check_shape(tr, "token_reward", (n, length))
+        check_finite(tr, "token_reward")
+        tr = jnp.where(jnp.asarray(result.mask, bool), tr, 0.0)
     hid, ids, probs = _rollouts_jit(model, prompt, pmask, tokens, jnp.asarray(result.mask, bool), k, min(c, n))
     return Rollouts(hid, tokens, jnp.asarray(result.mask, bool), r, ids, probs, jnp.ones_like(r),
-                    vocab_size=model.config.vocab_size)
+                    vocab_size=model.config.vocab_size, token_reward=tr)
 
 
 def check_prompt(prompt_tokens, prompt_mask, name: str = "prompt_tokens"):
