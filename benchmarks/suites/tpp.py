@@ -49,6 +49,7 @@ from benchmarks.registry import (
     Baseline,
     BaselineNotRun,
     Case,
+    Floor,
     QualityBenchmark,
     QualityResult,
     Reproduction,
@@ -62,21 +63,17 @@ from benchmarks.registry import (
 )
 from jaxcore.datasets import DataUnavailableError
 from jaxcore.tpp import (
-    IFTPP,
     NHP,
     NJDTPP,
-    RMTPP,
-    SAHP,
     THP,
+    ClassicalTPP,
     EventBatch,
     Hawkes,
     NeuralTPP,
     Poisson,
     SelfCorrecting,
-    SharedDecayHawkes,
-    evaluate,
+    compare_models,
     event_batches,
-    fit_mle,
     intensity_path,
     solve,
     synthetic_hawkes,
@@ -483,9 +480,12 @@ for _kind in ("THP", "NHP"):
                             note=f"easy-tpp 0.3.0 {_kind}.loglike_loss + backward, the same weights and "
                                  "integration points (torch, 1 thread)")],
         check=_easytpp_check,
-        # 1x, restated from 5x: EasyTPP's likelihood does the same batched arithmetic (a profile of both found
-        # no redundant work to remove; measured 1.2-1.7x), so parity is the floor to hold, not a 5x gap
-        target={"easytpp": 1.0},
+        # the 5x target restated at the floor >= 1x (issue 49): the report prints both beside the ratio
+        target={"easytpp": 5.0},
+        floors=[Floor("easytpp", 1.0, reason="EasyTPP's likelihood and gradient do the same batched arithmetic "
+                                             "(a profile of both found no redundant work to remove; measured "
+                                             "1.2-1.7x at 64 x 100 events, issue 49): parity is the floor to hold, "
+                                             "not a 5x gap")],
         description=f"{_kind} log-likelihood + gradient ({'encoder=easytpp, ' if _kind == 'THP' else ''}trapezoid "
                     "rule, 20 points) vs EasyTPP's implementation on the same batch and weights",
     ))
@@ -665,64 +665,19 @@ register(SpeedBenchmark(
 # ----------------------------------------------------------------------------- quality
 
 
-def _evaluate(dyn, batch, *, horizon, substeps, key=None, samples=1):
-    """Test metrics of a model (``jaxcore.tpp.evaluate``) as the record's floats: classical processes
-    through their exact flow (exact NLL and KS), NJDTPP through the Euler-Maruyama solver (NLL averaged
-    over ``samples`` Brownian paths)."""
-    r = evaluate(dyn, batch, key, horizon=horizon, num_substeps=substeps, num_samples=samples)
-    return {"nll": float(r.nll), "rmse": float(r.rmse), "acc": float(r.accuracy), "ks": float(r.ks)}
-
-
 def _fit_all(train, valid, test, key, p, *, include_sc, truth=None, progress=lambda s: None):
-    """Fit the classical models and NJDTPP; evaluate each on ``test``. Returns rows and fitted dynamics."""
-    K = train.num_marks
-    n_train = float(np.asarray(train.num_events).sum())
-    rate = max(n_train / float(np.asarray(train.T).sum()), 1e-6)
-    horizon = float(p["horizon_gaps"]) / rate  # a few mean gaps of the ground process
-    sub = int(p["substeps"])
-    # classical models: exact likelihoods; prediction/KS through their jump-diffusion form
-    models = {}
-    models["Poisson"] = Poisson(jnp.full((K,), rate / K, train.times.dtype)).fit_closed_form(train)
-    progress("fit Hawkes")
-    # one decay shared by all pairs (the Markov jump-diffusion form); branching ratio 0.5
-    h0 = SharedDecayHawkes(jnp.full((K,), 0.5 * rate / K), jnp.full((K, K), 0.5 * rate / K), rate)
-    models["Hawkes"] = fit_mle(h0, train, num_steps=int(p["mle_steps"])).model
-    if include_sc:
-        progress("fit self-correcting")
-        Tm = float(np.asarray(train.T).mean())
-        sc0 = SelfCorrecting(max(math.log1p(rate * Tm) / Tm, 1e-3), 0.1)
-        models["Self-correcting"] = fit_mle(sc0, train, num_steps=int(p["mle_steps"])).model
-    rows, dyns = {}, {}
-    for name, m in models.items():
-        dyn = m.jump_diffusion()
-        rows[name], dyns[name] = _evaluate(dyn, test, horizon=horizon, substeps=sub), dyn
-    progress("train NJDTPP")
-    k_init, k_train, k_eval = jax.random.split(key, 3)
-    model = NJDTPP(K, key=k_init, width=int(p["width"]), init_log_rate=float(np.log(rate / K)))
-    res = train_njdtpp(k_train, model, train, num_steps=int(p["njdtpp_steps"]), batch_size=int(p["batch_size"]),
-                       num_substeps=sub, valid_batch=valid, eval_every=max(int(p["njdtpp_steps"]) // 10, 1))
-    # evaluated on a finer grid than trained on: a coarse left-point compensator can be gamed (intensity
-    # rising within a gap is under-counted), which would flatter the test NLL
-    rows["NJDTPP"] = _evaluate(res.model, test, horizon=horizon, substeps=int(p["eval_substeps"]), key=k_eval,
-                               samples=int(p["eval_samples"]))
-    dyns["NJDTPP"] = res.model
-    # the neural baselines of the paper's comparison, trained alike on their own likelihoods
-    for j, name in enumerate(x.strip() for x in str(p.get("neural", "")).split(",") if x.strip()):
-        progress(f"train {name}")
-        k_m, k_t, k_e = jax.random.split(jax.random.fold_in(key, 100 + j), 3)
-        m0 = _neural_model(name, K, k_m, int(p["width"]), rate / K, train)
-        r = train_njdtpp(k_t, m0, train, num_steps=int(p["neural_steps"]), batch_size=int(p["batch_size"]),
-                         valid_batch=valid, eval_every=max(int(p["neural_steps"]) // 10, 1))
-        # AttNHP's thinning in chunks of 1,024 (sequence, position) pairs: XLA's temporary memory on the tweets
-        # test set (45 x 260) is 8.84 -> 1.02 GiB with the 32-event window, 49.9 -> 5.9 GiB for the full history
-        e = evaluate(r.model, test, k_e, horizon=horizon, num_samples=16,
-                     chunk_size=1024 if name == "AttNHP" else None)
-        rows[name] = {"nll": float(e.nll), "rmse": float(e.rmse), "acc": float(e.accuracy), "ks": float(e.ks)}
-        dyns[name] = r.model
-    if truth is not None:
-        dyn = truth.jump_diffusion()
-        rows["true model"], dyns["true model"] = _evaluate(dyn, test, horizon=horizon, substeps=sub), dyn
-    return rows, dyns
+    """The library's comparison (:func:`jaxcore.tpp.compare_models`) at the settings ``p``: the rows of floats
+    per model and the fitted models."""
+    res = compare_models(
+        key, train, valid, test, neural=[x.strip() for x in str(p.get("neural", "")).split(",") if x.strip()],
+        self_correcting=include_sc, truth=truth, horizon_gaps=float(p["horizon_gaps"]),
+        num_substeps=int(p["substeps"]), eval_substeps=int(p["eval_substeps"]),
+        eval_samples=int(p["eval_samples"]), mle_steps=int(p["mle_steps"]), njdtpp_steps=int(p["njdtpp_steps"]),
+        neural_steps=int(p["neural_steps"]), batch_size=int(p["batch_size"]), width=int(p["width"]),
+        progress=progress)
+    rows = {name: {"nll": float(r.nll), "rmse": float(r.rmse), "acc": float(r.accuracy), "ks": float(r.ks)}
+            for name, r in res.scores.items()}
+    return rows, res.models
 
 
 def _fit_seeds(train, valid, test, key, p, **kw):
@@ -744,27 +699,6 @@ def _seeds_note(p):
     return ("One training seed." if n == 1 else
             f"Mean ± standard deviation over {n} training seeds (initialisation, minibatches, thinning draws; the "
             "data fixed; the intensity figure shows the first seed).")
-
-
-def _neural_model(name, K, key, width, rate, train):
-    """A neural baseline of width ``width`` initialised at the training set's rate."""
-    if name == "RMTPP":
-        return RMTPP(K, key=key, hidden=width, init_log_rate=float(np.log(rate)))
-    if name == "NHP":
-        return NHP(K, key=key, hidden=width, init_rate=rate)
-    if name == "THP":
-        return THP(K, key=key, d_model=width, num_layers=1, init_rate=rate)
-    if name == "SAHP":
-        return SAHP(K, key=key, d_model=width, num_layers=1, init_rate=rate)
-    if name == "IFTPP":
-        return IFTPP(K, key=key, hidden=width, init_log_gap=float(-np.log(rate * K)))
-    if name == "AttNHP":
-        from jaxcore.tpp import AttNHP
-
-        # attention to the last 32 events: the full history's per-event cost is O(L) in training and thinning (its
-        # thinning all at once took > 50 GB on the tweets test set; chunked, below, 5.9 GiB)
-        return AttNHP(K, key=key, d_model=width, num_layers=1, init_rate=rate, max_history=32)
-    raise ValueError(f"neural: unknown model {name!r} (RMTPP, NHP, THP, SAHP, IFTPP, AttNHP)")
 
 
 def _table(title, rows_by_set, note, with_acc, spreads=None):
@@ -915,7 +849,9 @@ def _clipped_adam(lr):
 
 def _learned_intensity(model, test, grid):
     """``lambda(t)`` of the first test sequence on ``grid`` (one type): a neural TPP's ``intensity``, a
-    jump-diffusion's drift path (exact flow where it has one)."""
+    jump-diffusion's drift path (a classical model's by its exact flow)."""
+    if isinstance(model, ClassicalTPP):
+        model = model.jump_diffusion()
     if isinstance(model, NeuralTPP):
         return np.asarray(model.intensity(test[:1], grid[None]))[0, :, 0]
     return np.asarray(intensity_path(model, test.times[0], test.marks[0], test.mask[0], grid,

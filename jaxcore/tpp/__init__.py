@@ -27,36 +27,35 @@ The main workflow, on the coal-mining disasters (real data shipped in ``rdataset
 """
 
 from .attnhp import AttNHP
+from .base import AbstractTPP, EvaluationTerms, GeneratedEvents, NextEventPrediction, NextEventSamples
+from .comparison import ComparisonResult, compare_models
+from .evaluation import EvaluationResult, evaluate
 from .events import EventBatch, EventSplits, event_batches, validate_sequence
 from .fit import FitResult, fit_mle
 from .hawkes import Hawkes, HawkesSDE, SharedDecayHawkes
 from .iftpp import IFTPP
-from .metrics import (
-    EvaluationResult,
-    NextEventPrediction,
-    evaluate,
-    generate,
-    ks_statistic,
-    nll_per_event,
-    predict_next,
-    prediction_scores,
-    sample_next,
-    time_rescaling_ks,
-)
-from .neural import GeneratedEvents, NeuralLikelihood, NeuralTPP, NextEventSamples
+from .metrics import ks_statistic, nll_per_event, prediction_scores, time_rescaling_ks
+from .neural import NeuralLikelihood, NeuralTPP
 from .nhp import NHP
-from .njdtpp import NJDTPP, TrainResult, load_checkpoint, save_checkpoint, train
+from .njdtpp import NJDTPP, load_checkpoint, save_checkpoint
 from .poisson import Poisson, PoissonSDE
+from .prediction import generate, predict_next, sample_next
 from .rmtpp import RMTPP
 from .sahp import SAHP
 from .self_correcting import SelfCorrecting, SelfCorrectingSDE
-from .solver import JumpDiffusion, SolveResult, as_jump_diffusion, intensity, intensity_path, log_likelihood, solve
+from .solver import (ClassicalTPP, JumpDiffusion, SolveResult, as_jump_diffusion, intensity, intensity_path,
+                     log_likelihood, solve)
 from .synthetic import synthetic_hawkes, synthetic_poisson, synthetic_self_correcting
 from .thp import THP
+from .training import TrainResult, train
 
 __all__ = [
+    "AbstractTPP",
     "AttNHP",
+    "ClassicalTPP",
+    "ComparisonResult",
     "EvaluationResult",
+    "EvaluationTerms",
     "EventBatch",
     "EventSplits",
     "FitResult",
@@ -82,6 +81,7 @@ __all__ = [
     "THP",
     "TrainResult",
     "as_jump_diffusion",
+    "compare_models",
     "evaluate",
     "event_batches",
     "fit_mle",

@@ -54,7 +54,7 @@ from jaxcore._util import check_int, check_key, default_float, expected
 from ._attention import temporal_encoding
 from ._checks import float_dtype
 from .neural import NeuralTPP, log_softplus
-from .thp import _check_model_sizes
+from .thp import check_model_sizes
 
 
 def _attend(q, k, v, valid, num_heads):
@@ -132,7 +132,7 @@ class AttNHP(NeuralTPP):
         """
         K = check_int(num_marks, "num_marks", minimum=1)
         check_int(num_layers, "num_layers", minimum=1)
-        d, h, n = _check_model_sizes(d_model, num_heads, num_layers)
+        d, h, n = check_model_sizes(d_model, num_heads, num_layers)
         check_key(key)
         try:
             rate = float(init_rate)

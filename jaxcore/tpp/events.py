@@ -56,7 +56,7 @@ class EventBatch(eqx.Module):
     def __check_init__(self):
         # concrete values are validated here, whichever way the batch was built; batches built
         # inside a compiled program (simulation, minibatches of train) hold tracers and are not
-        _check_batch_values(self.times, self.marks, self.mask, self.T, self.num_marks)
+        check_batch_values(self.times, self.marks, self.mask, self.T, self.num_marks)
 
     @property
     def num_sequences(self) -> int:
@@ -308,7 +308,7 @@ def _check_cast(t_arr: np.ndarray, k_arr: np.ndarray, dtype: jnp.dtype) -> None:
             f"closer to the events, got dtype={np.dtype(dtype).name}")
 
 
-def _check_batch_values(times: Any, marks: Any, mask: Any, T: Any, num_marks: Any) -> None:
+def check_batch_values(times: Any, marks: Any, mask: Any, T: Any, num_marks: Any) -> None:
     """The constructor's checks of an :class:`EventBatch` (types and shapes always; values when concrete)."""
     if isinstance(num_marks, (bool, np.bool_)) or not isinstance(num_marks, (int, np.integer)) or num_marks < 1:
         raise ValueError(expected("num_marks", "a positive int", num_marks))

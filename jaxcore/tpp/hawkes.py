@@ -34,7 +34,7 @@ from jaxcore._util import check_key, check_int, check_positive, check_scalar, ex
 
 from ._checks import as_param, check_query_times, checked
 from .events import EventBatch, check_batch, check_marks
-from .solver import JumpDiffusion
+from .solver import ClassicalTPP, JumpDiffusion
 
 
 def linear_recurrence(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -109,7 +109,7 @@ _compensator_batch = jax.jit(jax.vmap(jax.vmap(_compensator_at, in_axes=(None,) 
 _loglik_batch = jax.jit(jax.vmap(_loglik_one, in_axes=_PER_SEQ + (None,)), static_argnums=7)
 
 
-class Hawkes(eqx.Module):
+class Hawkes(ClassicalTPP):
     """Multivariate exponential Hawkes process with ``K`` event types.
 
     ``lambda_k(t) = mu_k + sum_{t_i < t} alpha[k, m_i] exp(-beta[k, m_i] (t - t_i))``.
@@ -403,7 +403,7 @@ class HawkesSDE(JumpDiffusion):
         return jnp.log(self.mu + excess * decay), comp
 
 
-class SharedDecayHawkes(eqx.Module):
+class SharedDecayHawkes(ClassicalTPP):
     """Multivariate exponential Hawkes process whose pairs all share one decay rate ``beta``.
 
     ``lambda_k(t) = mu_k + sum_{t_i < t} alpha[k, m_i] exp(-beta (t - t_i))``: the

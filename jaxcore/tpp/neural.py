@@ -22,6 +22,7 @@ References:
 
 from __future__ import annotations
 
+import abc
 from typing import Any, ClassVar, Literal, NamedTuple
 
 import equinox as eqx
@@ -30,10 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_choice, check_int, check_key, check_positive, expected
+from jaxcore._util import check_choice, check_int, check_key, check_positive, check_scalar, expected
 
 from ._checks import check_query_times
+from .base import AbstractTPP, EvaluationTerms, GeneratedEvents, NextEventPrediction, NextEventSamples
 from .events import EventBatch, check_batch, check_marks
+
 
 Quadrature = Literal["gauss-legendre", "trapezoid"]
 QUADRATURES = ("gauss-legendre", "trapezoid")
@@ -61,13 +64,15 @@ class NeuralLikelihood(NamedTuple):
     interval_compensator: Array
 
 
-class NeuralTPP(eqx.Module):
+class NeuralTPP(AbstractTPP):
     """Abstract neural TPP: a history encoder plus an interval log-intensity.
 
-    Subclasses implement ``states`` (``[L + 1, D]`` history states of one sequence; row ``i``
-    summarises the events before ``i``), ``log_intensity(state, dt) -> [K]`` and ``num_marks``;
-    those with a closed-form interval compensator set ``closed_compensator = True`` and
-    implement ``compensator(state, dt) -> scalar``.
+    Subclasses implement the abstract ``states`` (``[L + 1, D]`` history states of one sequence; row
+    ``i`` summarises the events before ``i``), ``log_intensity(state, dt) -> [K]`` and ``num_marks``;
+    those with a closed-form interval compensator (RMTPP, IFTPP) set ``closed_compensator = True`` and
+    provide ``compensator(state, dt) -> scalar`` (``int_0^dt sum_k lambda_k ds``), the others are
+    integrated by quadrature. The :class:`AbstractTPP` interface is implemented here once for every
+    neural TPP (final methods).
 
     References:
         Zhang et al., ICML 2024, Sec. 5; Xue et al., ICLR 2024 (EasyTPP).
@@ -83,21 +88,13 @@ class NeuralTPP(eqx.Module):
 
     closed_compensator: ClassVar[bool] = False
 
-    @property
-    def num_marks(self) -> int:
-        raise NotImplementedError
-
+    @abc.abstractmethod
     def states(self, times: Float[Array, " L"], marks: Int[Array, " L"], mask: Any) -> Float[Array, "L1 D"]:
         """``[L + 1, D]`` history states (row ``i``: events ``0..i-1``) of one padded sequence."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def log_intensity(self, state: Float[Array, " D"], dt: Float[Array, ""]) -> Float[Array, " K"]:
         """``log lambda_k`` at ``dt`` after the previous event (or 0), ``[K]``."""
-        raise NotImplementedError
-
-    def compensator(self, state: Float[Array, " D"], dt: Float[Array, ""]) -> Float[Array, ""]:
-        """``int_0^dt sum_k lambda_k ds`` in closed form (models with ``closed_compensator``)."""
-        raise NotImplementedError
 
     def _checked(self) -> NeuralTPP:
         return self
@@ -134,7 +131,7 @@ class NeuralTPP(eqx.Module):
         check_marks(batch, self.num_marks)
         rule = check_choice(quadrature, "quadrature", QUADRATURES)
         g = check_int(num_quadrature, "num_quadrature", minimum=2 if rule == "trapezoid" else 1)
-        return _loglik_batch(self._checked(), batch, g, rule)
+        return log_likelihood_program(self._checked(), batch, g, rule)
 
     def intensity(self, batch: EventBatch, t: Float[Array, "batch query"]) -> Float[Array, "batch query K"]:
         """``lambda_k(t)`` given the events strictly before ``t``, at query times ``t`` ``[B, Q]``; ``[B, Q, K]``.
@@ -230,7 +227,7 @@ class NeuralTPP(eqx.Module):
                                jnp.asarray(over, batch.times.dtype))
 
     def predict_next(self, key: PRNGKeyArray, batch: EventBatch, *, horizon: float, num_samples: int = 16,
-                     **kwargs: Any) -> Any:
+                     **kwargs: Any) -> NextEventPrediction:
         """Next-event prediction from :meth:`sample_next`: the mean sampled time, the type probabilities
         averaged over the draws (``lambda_k / sum lambda`` at each sampled time) and their argmax.
 
@@ -240,52 +237,48 @@ class NeuralTPP(eqx.Module):
         Raises:
             As :meth:`sample_next`.
         """
-        from .metrics import NextEventPrediction
-
         s = self.sample_next(key, batch, horizon=horizon, num_samples=num_samples, **kwargs)
-        probs = jnp.mean(s.type_probs, axis=2)
-        valid = batch.mask & jnp.concatenate([batch.mask[:, 1:], jnp.zeros((batch.num_sequences, 1), bool)], 1)
-        return NextEventPrediction(jnp.mean(s.time, axis=2), jnp.argmax(probs, -1).astype(jnp.int32), probs, valid)
+        return _prediction(s, batch)
 
 
-class NextEventSamples(NamedTuple):
-    """Draws of the next event after each history prefix (``[B, L, num_samples]``).
+    def evaluation_terms(self, key: PRNGKeyArray | None, batch: EventBatch, *, horizon: float,
+                         num_substeps: int = 10, num_samples: int = 1, num_grid: int = 256,
+                         chunk_size: int | None = None) -> EvaluationTerms:
+        """What :func:`jaxcore.tpp.evaluate` scores, in one compiled program: the likelihood (closed-form or
+        16-node Gauss-Legendre compensator), the thinning prediction (:meth:`predict_next` from
+        ``max(num_samples, 16)`` draws, 64 proposals, a 32-point bound at 1.5x; ``chunk_size`` as
+        :meth:`sample_next`) and the rescaled gaps. ``num_substeps`` and ``num_grid`` are unused.
 
-    Attributes:
-        time: sampled absolute next-event times.
-        type: sampled types (int32).
-        type_probs: ``[B, L, num_samples, K]`` ``lambda_k / sum lambda`` at each sampled time.
-        accepted: False where no proposal was accepted within the horizon (time censored).
+        Raises:
+            ValueError: ``key`` is None (the prediction samples); non-positive ``horizon``, ``num_samples``
+                or ``chunk_size``; the batch's number of marks differs from the model's.
+            TypeError: ``key`` is not a PRNG key; ``batch`` not an EventBatch.
+        """
+        if key is None:
+            raise ValueError(expected("key", "a PRNG key for a neural TPP (its predictions sample by thinning)",
+                                      "None", raw=True))
+        check_key(key)
+        check_batch(batch)
+        check_marks(batch, self.num_marks)
+        check_scalar(horizon, "horizon", positive=True)
+        S = max(check_int(num_samples, "num_samples", minimum=1), 16)
+        return _evaluation_terms(self._checked(), batch, key, jnp.asarray(horizon, batch.times.dtype), S,
+                                 _chunk(chunk_size))
 
-    Examples:
-        >>> from jaxcore.tpp import NextEventSamples
-        >>> NextEventSamples._fields
-        ('time', 'type', 'type_probs', 'accepted')
-    """
 
-    time: Array
-    type: Array
-    type_probs: Array
-    accepted: Array
+@eqx.filter_jit
+def _evaluation_terms(model, batch, key, horizon, S, chunk=None):
+    parts = log_likelihood_program(model, batch, 16)
+    over = jnp.asarray(1.5, batch.times.dtype)
+    s = _sample_batch(model, key, batch, horizon, S, 64, 32, over, chunk)
+    return EvaluationTerms(parts.log_likelihood, _prediction(s, batch), parts.interval_compensator)
 
 
-class GeneratedEvents(NamedTuple):
-    """Events generated after each history by :meth:`NeuralTPP.generate` (``[B, num_events]``).
-
-    Attributes:
-        time: absolute event times.
-        type: event types (int32).
-        accepted: False once a draw found no event within the horizon (that entry and later ones are not events).
-
-    Examples:
-        >>> from jaxcore.tpp import GeneratedEvents
-        >>> GeneratedEvents._fields
-        ('time', 'type', 'accepted')
-    """
-
-    time: Array
-    type: Array
-    accepted: Array
+def _prediction(s: NextEventSamples, batch: EventBatch) -> NextEventPrediction:
+    """The mean sampled time, the type probabilities averaged over the draws and their argmax."""
+    probs = jnp.mean(s.type_probs, axis=2)
+    valid = batch.mask & jnp.concatenate([batch.mask[:, 1:], jnp.zeros((batch.num_sequences, 1), bool)], 1)
+    return NextEventPrediction(jnp.mean(s.time, axis=2), jnp.argmax(probs, -1).astype(jnp.int32), probs, valid)
 
 
 def log_softplus(x: Array) -> Array:
@@ -346,7 +339,7 @@ def _loglik_one(model, times, marks, mask, T, g, rule="gauss-legendre"):
 
 
 @eqx.filter_jit
-def _loglik_batch(model, batch, g, rule="gauss-legendre"):
+def log_likelihood_program(model, batch, g, rule="gauss-legendre"):
     """The batched log-likelihood, one program per model structure, shapes, ``g`` and rule."""
     return jax.vmap(lambda t, m, k, T: _loglik_one(model, t, m, k, T, g, rule))(batch.times, batch.marks,
                                                                                 batch.mask, batch.T)

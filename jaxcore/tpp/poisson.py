@@ -23,7 +23,7 @@ from jaxcore._util import check_int, check_key, check_positive, check_scalar, er
 
 from ._checks import as_param, check_query_times, checked
 from .events import EventBatch, check_batch, check_marks
-from .solver import JumpDiffusion
+from .solver import ClassicalTPP, JumpDiffusion
 
 
 @jax.jit
@@ -66,7 +66,7 @@ def _simulate(key, mu, T, L, B):
     return EventBatch(times, marks, mask, jnp.full((B,), T, dtype), mu.shape[0]), overflow
 
 
-class Poisson(eqx.Module):
+class Poisson(ClassicalTPP):
     """Homogeneous Poisson process with ``K`` event types of rates ``mu`` ``[K]`` (events per unit time).
 
     ``lambda_k(t) = mu_k``; ``log L = sum_i log mu_{m_i} - T sum_k mu_k``.

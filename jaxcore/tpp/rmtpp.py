@@ -26,7 +26,7 @@ from jaxcore._util import check_int, check_key, default_float
 
 from ._checks import float_dtype
 from .neural import NeuralTPP
-from .solver import _phi1
+from ._integrate import phi1
 
 
 class RMTPP(NeuralTPP):
@@ -108,4 +108,4 @@ class RMTPP(NeuralTPP):
         return self.head(state) + self.w * dt
 
     def compensator(self, state, dt):
-        return jnp.sum(jnp.exp(self.head(state)) * _phi1(self.w * dt)) * dt
+        return jnp.sum(jnp.exp(self.head(state)) * phi1(self.w * dt)) * dt

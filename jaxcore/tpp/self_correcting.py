@@ -26,7 +26,7 @@ from jaxcore._util import check_int, check_key, check_positive, check_scalar, ex
 
 from ._checks import as_param, check_query_times, checked
 from .events import EventBatch, check_batch, check_marks
-from .solver import JumpDiffusion
+from .solver import ClassicalTPP, JumpDiffusion
 
 
 def _segment_integral(mu, a, b, count, alpha):
@@ -96,7 +96,7 @@ def _simulate(key, mu, alpha, T, L, B):
     return EventBatch(times, marks, mask, jnp.full((B,), T, dtype), 1), overflow
 
 
-class SelfCorrecting(eqx.Module):
+class SelfCorrecting(ClassicalTPP):
     """Univariate self-correcting process ``lambda(t) = exp(mu t - alpha N(t-))``.
 
     Attributes:

@@ -60,27 +60,33 @@ References:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple
+import abc
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
-import numpy as np
-
-from jaxcore._util import check_finite, check_int, check_key, check_positive, expected, is_concrete
+from jaxcore._util import check_finite, check_int, check_key, check_positive, check_scalar, expected, is_concrete
 
 from ._checks import as_param, check_query_times
-from .events import EventBatch, _check_batch_values, check_batch, check_marks
+from ._forecast import evaluation_terms_program, generate_program, predict_program, prepare_draws, sample_program
+from ._integrate import SolveResult, intensity_path_program, intensity_program, prepare_solve, solve_batch
+from .base import AbstractTPP, EvaluationTerms, GeneratedEvents, NextEventPrediction, NextEventSamples
+from .events import EventBatch, check_batch, check_batch_values, check_marks
 
 
-class JumpDiffusion(eqx.Module):
+
+class JumpDiffusion(AbstractTPP):
     """Abstract log-intensity dynamics ``d eta = f dt + g dW + h dN`` for ``K`` event types.
 
-    Subclasses implement ``initial_state``, ``drift``, ``jump`` and, if
-    ``stochastic`` is True, ``diffusion``. All take/return arrays for one
-    sequence (the solver vmaps over the batch).
+    Subclasses implement the abstract ``initial_state``, ``drift`` and ``jump`` and, if
+    ``stochastic`` is True, ``diffusion``; those with a closed-form drift flow implement ``flow``
+    (``method="exact"``). All take/return arrays for one sequence (the solver vmaps over the batch).
+    The :class:`AbstractTPP` interface (likelihood, intensity, sampling, prediction, generation,
+    evaluation terms) is implemented here once for every jump-diffusion, through :func:`solve`.
 
     References:
         Zhang et al., "Neural Jump-Diffusion Temporal Point Processes", ICML 2024, eq. (5).
@@ -102,13 +108,13 @@ class JumpDiffusion(eqx.Module):
 
     stochastic: ClassVar[bool] = False
 
+    @abc.abstractmethod
     def initial_state(self) -> Float[Array, " K"]:
         """``eta(0)`` (or ``eta(t_1-)`` under the paper convention), ``[K]``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def drift(self, t: Float[Array, ""], eta: Float[Array, " K"]) -> Float[Array, " K"]:
         """``f(t, eta)``, ``[K]`` per unit time."""
-        raise NotImplementedError
 
     def diffusion(self, t: Float[Array, ""], eta: Float[Array, " K"]) -> Float[Array, " K"]:
         """Diagonal ``g(t, eta)``, ``[K]`` per sqrt(unit time). Zero unless overridden."""
@@ -118,9 +124,9 @@ class JumpDiffusion(eqx.Module):
         """``(f(t, eta), g(t, eta))``; override to share work between the two (one fused evaluation)."""
         return self.drift(t, eta), self.diffusion(t, eta)
 
+    @abc.abstractmethod
     def jump(self, t: Float[Array, ""], eta: Float[Array, " K"]) -> Float[Array, "K K"]:
         """``h(t, eta)``, ``[K, K]``; column ``k`` is added at an event of type ``k``."""
-        raise NotImplementedError
 
     def drift_and_jacobian_diag(self, t: Float[Array, ""], eta: Float[Array, " K"]) -> tuple[Array, Array]:
         """``(f(t, eta), diag df/deta)``, both ``[K]``: the drift and its Jacobian's diagonal (one
@@ -169,188 +175,180 @@ class JumpDiffusion(eqx.Module):
         """``K``."""
         return self.initial_state().shape[0]
 
+    # ------------------------------------------------------------------ the AbstractTPP interface
 
-class SolveResult(NamedTuple):
-    """Output of :func:`solve` for a batch of ``B`` sequences of padded length ``L``.
+    def log_likelihood(self, batch: EventBatch, key: PRNGKeyArray | None = None,
+                       **solve_kwargs: Any) -> Float[Array, " batch"]:
+        """``[B]`` log-likelihoods (nats) via :func:`solve`: drift only with ``key=None`` (deterministic), else
+        along one Brownian path per sequence; ``solve_kwargs`` as :func:`solve` (``method``, ``num_substeps``...).
 
-    Attributes:
-        log_likelihood: ``[B]`` nats, ``log_intensity - compensator``.
-        log_intensity: ``[B]`` ``sum_i log lambda_{m_i}(t_i-)`` over counted events.
-        compensator: ``[B]`` integral of the total intensity over the likelihood's span.
-        interval_compensator: ``[B, L]`` integral of the total intensity from the
-            previous event (or the span's start) to event ``i`` (0 at padding and,
-            under the paper convention, at the first event): the time-rescaled gaps.
-        eta_events: ``[B, L, K]`` log-intensities just before each event.
-        eta_final: ``[B, K]`` log-intensity at the end of the span (after the last jump).
+        Which one to report: ``key=None`` is the likelihood of the intensity path the model predicts, and
+        what :func:`jaxcore.tpp.evaluate` reports without a key. With a ``key``, it is the likelihood along
+        one Brownian path (the training objective of :func:`jaxcore.tpp.train`); averaging it over paths
+        (``evaluate(..., key=k, num_samples=S)``) estimates ``E[log L]``, a lower bound (Jensen) on the
+        marginal ``log E[L]`` of the doubly stochastic process.
+
+        Raises:
+            TypeError/ValueError: as :func:`solve`.
+        """
+        return solve(self, batch, key, **solve_kwargs).log_likelihood
+
+    def intensity(self, batch: EventBatch, t: Float[Array, "batch query"], *, method: str | None = None,
+                  num_substeps: int = 10) -> Float[Array, "batch query K"]:
+        """Drift-only ``lambda_k(t)`` given the events strictly before ``t`` ``[B, Q]``; ``[B, Q, K]``.
+
+        ``method``: ``"exact"`` (the closed-form :meth:`flow`; the default where it exists) or ``"scan"``
+        (``num_substeps`` exponential-Euler steps; the default otherwise). See :func:`jaxcore.tpp.intensity`.
+
+        Raises:
+            TypeError/ValueError: as :func:`jaxcore.tpp.intensity`.
+        """
+        return intensity(self, batch, t, method=method, num_substeps=num_substeps)
+
+    def _method(self, method: str | None) -> str:
+        return ("exact" if self.has_flow() else "scan") if method is None else method
+
+    def predict_next(self, key: PRNGKeyArray | None, batch: EventBatch, *, horizon: float, num_grid: int = 64,
+                     num_substeps: int = 10, convention: str = "window",
+                     method: str | None = None) -> NextEventPrediction:
+        """The mean of the drift-only next-event density after every event, and the most probable type.
+
+        Deterministic: ``key`` is accepted for the interface (``None`` or a PRNG key, checked, unused).
+        ``method=None`` integrates by the exact flow where the dynamics has one, else by Euler steps;
+        the rest as :func:`jaxcore.tpp.predict_next`, which documents the computation.
+
+        Returns:
+            A :class:`NextEventPrediction` of ``[B, L]`` (``type_probs`` ``[B, L, K]``) arrays.
+
+        Raises:
+            TypeError: ``key`` neither None nor a PRNG key; as :func:`jaxcore.tpp.predict_next`.
+        """
+        if key is not None:
+            check_key(key)
+        method = self._method(method)
+        if method not in ("scan", "exact"):
+            raise ValueError(expected("method", "'scan' or 'exact'", method))
+        if is_concrete(horizon):
+            check_scalar(horizon, "horizon", positive=True)
+        G = check_int(num_grid, "num_grid", minimum=1)
+        args = prepare_solve(self, batch, None, method, num_substeps, convention)
+        return predict_program(args, jnp.asarray(horizon, batch.times.dtype), G)
+
+    def sample_next(self, key: PRNGKeyArray, batch: EventBatch, *, horizon: float, num_samples: int = 16,
+                    num_grid: int = 256, num_substeps: int = 10, convention: str = "window",
+                    method: str | None = None, stochastic: bool = False) -> NextEventSamples:
+        """``num_samples`` draws of the next event after every event by inverting the discretised compensator
+        (``method=None``: the exact flow where it exists, else Euler steps); as :func:`jaxcore.tpp.sample_next`,
+        which documents the computation and its ``stochastic`` option.
+
+        Returns:
+            :class:`NextEventSamples` of ``[B, L, num_samples]`` arrays.
+
+        Raises:
+            As :func:`jaxcore.tpp.sample_next`.
+        """
+        method = self._method(method)
+        args, G, noisy = prepare_draws(key, self, batch, horizon, num_grid, num_substeps, convention, method,
+                                       stochastic)
+        S = check_int(num_samples, "num_samples", minimum=1)
+        return sample_program(args, key, jnp.asarray(horizon, batch.times.dtype), G, S, noisy)
+
+    def generate(self, key: PRNGKeyArray, batch: EventBatch, *, num_events: int, horizon: float,
+                 num_grid: int = 256, num_substeps: int = 10, convention: str = "window",
+                 method: str | None = None, stochastic: bool = False) -> GeneratedEvents:
+        """``num_events`` events after each sequence's last event, one compensator-inversion draw at a time
+        (``method=None``: the exact flow where it exists, else Euler steps); as :func:`jaxcore.tpp.generate`.
+
+        Returns:
+            :class:`GeneratedEvents` of ``[B, num_events]`` arrays.
+
+        Raises:
+            As :func:`jaxcore.tpp.generate`.
+        """
+        method = self._method(method)
+        args, G, noisy = prepare_draws(key, self, batch, horizon, num_grid, num_substeps, convention, method,
+                                       stochastic)
+        n = check_int(num_events, "num_events", minimum=1)
+        return generate_program(args, key, jnp.asarray(horizon, batch.times.dtype), G, n, noisy)
+
+    def evaluation_terms(self, key: PRNGKeyArray | None, batch: EventBatch, *, horizon: float,
+                         num_substeps: int = 10, num_samples: int = 1, num_grid: int = 256,
+                         chunk_size: int | None = None) -> EvaluationTerms:
+        """What :func:`jaxcore.tpp.evaluate` scores, in one compiled program: the log-likelihoods (the exact
+        flow where the dynamics has one, else ``num_substeps`` Euler steps per gap; averaged over
+        ``num_samples`` Brownian paths with a ``key``, drift only with ``None``), the drift-only
+        predictions on ``num_grid`` steps over ``horizon`` and the rescaled gaps. ``chunk_size`` is unused.
+
+        Raises:
+            TypeError: a ``key`` that is not a PRNG key; bad ``batch``.
+            ValueError: non-positive ``horizon``, ``num_substeps``, ``num_samples`` or ``num_grid``; the
+                batch's number of marks differs from the model's.
+        """
+        if key is not None:
+            check_key(key)
+        if is_concrete(horizon):
+            check_scalar(horizon, "horizon", positive=True)
+        n = check_int(num_substeps, "num_substeps", minimum=1)
+        S = check_int(num_samples, "num_samples", minimum=1)
+        G = check_int(num_grid, "num_grid", minimum=1)
+        method = self._method(None)
+        prepare_solve(self, batch, None, method, n)  # validates the dynamics against the batch
+        # strong dtypes: a weakly typed parameter (e.g. a model of Python floats) would recompile
+        dyn = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if eqx.is_array(x) else x, self)
+        return evaluation_terms_program(dyn, batch, key, jnp.asarray(horizon, batch.times.dtype), n, S, method, G)
+
+
+class ClassicalTPP(AbstractTPP):
+    """Abstract classical point process (``Poisson``, ``Hawkes``, ``SharedDecayHawkes``, ``SelfCorrecting``).
+
+    A classical model implements its own closed-form :meth:`log_likelihood` and :meth:`intensity` and the
+    abstract :meth:`jump_diffusion` (its log-intensity dynamics, with an exact flow); sampling, prediction,
+    generation and the evaluation terms are those of that jump-diffusion, integrated by its exact flow.
+
+    References:
+        Zhang et al., "Neural Jump-Diffusion Temporal Point Processes", ICML 2024, Sec. 3 (the classical
+        processes as log-intensity jump-diffusions).
 
     Examples:
-        >>> from jaxcore.tpp import EventBatch, Poisson, solve
-        >>> res = solve(Poisson(1.0).jump_diffusion(), EventBatch.from_sequences([[0.5]], T=1.0), method="exact")
-        >>> res.log_likelihood.shape, res.eta_events.shape
-        ((1,), (1, 1, 1))
+        >>> from jaxcore.tpp import ClassicalTPP, EventBatch, Poisson
+        >>> batch = EventBatch.from_sequences([[0.5, 1.0, 2.0]], T=3.0)
+        >>> model = Poisson(2.0)
+        >>> isinstance(model, ClassicalTPP), model.predict_next(None, batch, horizon=10.0).time.shape
+        (True, (1, 3))
     """
 
-    log_likelihood: Array
-    log_intensity: Array
-    compensator: Array
-    interval_compensator: Array
-    eta_events: Array
-    eta_final: Array
+    @abc.abstractmethod
+    def jump_diffusion(self) -> JumpDiffusion:
+        """The log-intensity jump-diffusion of this process (with a closed-form flow)."""
 
+    def predict_next(self, key: PRNGKeyArray | None, batch: EventBatch, *, horizon: float,
+                     num_grid: int = 64) -> NextEventPrediction:
+        """:meth:`JumpDiffusion.predict_next` of :meth:`jump_diffusion` by its exact flow (deterministic;
+        ``key`` None or a PRNG key, unused), ``[B, L]``."""
+        return self.jump_diffusion().predict_next(key, batch, horizon=horizon, num_grid=num_grid, method="exact")
 
-_CONVENTIONS = ("window", "paper")
-_METHODS = ("scan", "diffrax", "exact")
+    def sample_next(self, key: PRNGKeyArray, batch: EventBatch, *, horizon: float, num_samples: int = 16,
+                    num_grid: int = 256) -> NextEventSamples:
+        """:meth:`JumpDiffusion.sample_next` of :meth:`jump_diffusion` by its exact flow,
+        ``[B, L, num_samples]``."""
+        return self.jump_diffusion().sample_next(key, batch, horizon=horizon, num_samples=num_samples,
+                                                 num_grid=num_grid, method="exact")
 
+    def generate(self, key: PRNGKeyArray, batch: EventBatch, *, num_events: int, horizon: float,
+                 num_grid: int = 256) -> GeneratedEvents:
+        """:meth:`JumpDiffusion.generate` of :meth:`jump_diffusion` by its exact flow, ``[B, num_events]``."""
+        return self.jump_diffusion().generate(key, batch, num_events=num_events, horizon=horizon,
+                                              num_grid=num_grid, method="exact")
 
-def _phi1(z):
-    """``(e^z - 1) / z`` (1 at 0), with a series near 0 so that value and gradient stay finite."""
-    small = jnp.abs(z) < 1e-3
-    zs = jnp.where(small, jnp.ones_like(z), z)
-    return jnp.where(small, 1.0 + z * (0.5 + z * (1.0 / 6.0 + z / 24.0)), jnp.expm1(zs) / zs)
+    def evaluation_terms(self, key: PRNGKeyArray | None, batch: EventBatch, *, horizon: float,
+                         num_substeps: int = 10, num_samples: int = 1, num_grid: int = 256,
+                         chunk_size: int | None = None) -> EvaluationTerms:
+        """:meth:`JumpDiffusion.evaluation_terms` of :meth:`jump_diffusion` (exact likelihood, predictions and
+        rescaled gaps by its flow)."""
+        return self.jump_diffusion().evaluation_terms(key, batch, horizon=horizon, num_substeps=num_substeps,
+                                                      num_samples=num_samples, num_grid=num_grid,
+                                                      chunk_size=chunk_size)
 
-
-def _euler_segment(dyn, eta, t0, t1, z, n, unroll=True, implicit=False, scheme="exponential"):
-    """``n`` steps of ``(eta, Lambda)`` from ``t0`` to ``t1``; ``z`` ``[n, K]`` standard normals or None.
-
-    ``scheme="exponential"`` (default): the exponential (Rosenbrock) Euler step
-    ``eta' = eta + h phi1(h d) f(eta)`` with ``d`` the diagonal of the drift's Jacobian and
-    ``phi1(x) = (e^x - 1) / x`` (exact for a linear diagonal drift, second order for a diagonal one,
-    stable at any step on a contracting one), plus ``g sqrt(h) z``; the compensator integrates
-    ``exp`` of the log-intensity interpolated linearly over each step exactly:
-    ``h sum_k e^{eta_k} phi1(eta'_k - eta_k)`` (exact for Poisson and self-correcting processes).
-    ``scheme="euler"``: explicit Euler-Maruyama with the left-point compensator ``h sum exp(eta)``
-    (first order; the NJDTPP reference code's scheme).
-
-    ``implicit=True``: the drift-implicit (linearly implicit, Rosenbrock-Euler) step
-    ``eta' = eta + (I - h J)^{-1} h f(eta)`` with ``J`` the drift's Jacobian, and the compensator
-    at the step's end, ``Lambda' = Lambda + h sum exp(eta')`` (either scheme): stable at any step
-    size on a contracting drift (a long inter-event gap), where explicit Euler oscillates and
-    overflows, and right for a step much longer than the drift's relaxation time (the linear
-    interpolation would spread the relaxation over the whole step).
-    """
-    h = (t1 - t0) / n
-    sqrt_h = jnp.sqrt(h)
-    expo = scheme == "exponential"
-
-    def compensator(eta, eta_new):
-        if expo:
-            return jnp.sum(jnp.exp(eta) * _phi1(eta_new - eta)) * h
-        return jnp.sum(jnp.exp(eta)) * h
-
-    def step(carry, zi):
-        eta, lam, t = carry
-        if implicit:
-            f = dyn.drift(t, eta)
-            J = jax.jacfwd(lambda e: dyn.drift(t, e))(eta)
-            eye = jnp.eye(eta.shape[0], dtype=eta.dtype)
-            eta_new = eta + jnp.linalg.solve(eye - h * J, f * h)
-            if zi is not None:
-                eta_new = eta_new + dyn.diffusion(t, eta) * sqrt_h * zi
-            lam = lam + jnp.sum(jnp.exp(eta_new)) * h
-            return (eta_new, lam, t + h), None
-        if expo:
-            f, d = dyn.drift_and_jacobian_diag(t, eta)
-            eta_new = eta + _phi1(h * d) * f * h
-            if zi is not None:
-                eta_new = eta_new + dyn.diffusion(t, eta) * sqrt_h * zi
-        elif zi is not None:
-            f, g = dyn.drift_and_diffusion(t, eta)
-            eta_new = eta + f * h + g * sqrt_h * zi
-        else:
-            eta_new = eta + dyn.drift(t, eta) * h
-        lam = lam + compensator(eta, eta_new)
-        return (eta_new, lam, t + h), None
-
-    xs = z if z is not None else None
-    (eta, lam, _), _ = jax.lax.scan(step, (eta, jnp.zeros((), eta.dtype), t0), xs, length=n,
-                                    unroll=unroll and n <= 16)
-    return eta, lam
-
-
-def _euler_segment_remat(dyn, eta, t0, t1, z, n, implicit=False, scheme="exponential"):
-    """:func:`_euler_segment` under ``jax.checkpoint``: reverse mode keeps only each gap's starting state
-    and recomputes the sub-steps, instead of stacking every sub-step's activations over the whole
-    sequence (``[L, n, B, width]`` buffers; the ``tpp.njdtpp_grad`` benchmark ran ~4x faster with it)."""
-    return jax.checkpoint(lambda e, a, b, zz: _euler_segment(dyn, e, a, b, zz, n, implicit=implicit,
-                                                             scheme=scheme))(
-        eta, t0, t1, z)
-
-
-def _diffrax_segment(dyn, eta, t0, t1, bm, n, solver, controller, max_steps):
-    import diffrax
-    import lineax
-
-    K = eta.shape[0]
-
-    def f(t, y, args):
-        e = y[:K]
-        return jnp.concatenate([dyn.drift(t, e), jnp.sum(jnp.exp(e))[None]])
-
-    terms: Any = diffrax.ODETerm(f)
-    if bm is not None:
-        def g(t, y, args):
-            return lineax.DiagonalLinearOperator(jnp.concatenate([dyn.diffusion(t, y[:K]), jnp.zeros((1,), y.dtype)]))
-
-        terms = diffrax.MultiTerm(terms, diffrax.ControlTerm(g, bm))
-    y0 = jnp.concatenate([eta, jnp.zeros((1,), eta.dtype)])
-    dt0 = jnp.maximum((t1 - t0) / n, jnp.finfo(eta.dtype).tiny)
-    sol = diffrax.diffeqsolve(terms, solver, t0, t1, dt0, y0, stepsize_controller=controller,
-                              max_steps=max_steps, saveat=diffrax.SaveAt(t1=True))
-    y1 = sol.ys[0]
-    return y1[:K], y1[K]
-
-
-def _solve_one(dyn, times, marks, mask, T, key, *, method, n, convention, solver, controller, max_steps, bm_tol,
-               implicit=False, scheme="exponential"):
-    K = dyn.initial_state().shape[0]
-    L = times.shape[0]
-    dtype = times.dtype
-    eta0 = dyn.initial_state().astype(dtype)
-    stochastic = dyn.stochastic and key is not None
-    paper = convention == "paper"
-    t_start = times[0] if paper else jnp.zeros((), dtype)
-    t_end = jnp.where(jnp.any(mask), times[jnp.maximum(jnp.sum(mask) - 1, 0)], t_start) if paper else T
-
-    if method == "exact":
-        def segment(eta, t0, t1, idx):
-            return dyn.flow(t0, eta, t1 - t0)
-    elif method == "scan":
-        z_all = jax.random.normal(key, (L + 1, n, K), dtype) if stochastic else None
-
-        def segment(eta, t0, t1, idx):
-            z = z_all[idx] if stochastic else None
-            return _euler_segment_remat(dyn, eta, t0, t1, z, n, implicit, scheme)
-    else:
-        import diffrax
-
-        bm = (diffrax.VirtualBrownianTree(jnp.minimum(t_start, 0.0), T + 1.0, tol=bm_tol, shape=(K + 1,), key=key)
-              if stochastic else None)
-
-        def segment(eta, t0, t1, idx):
-            return _diffrax_segment(dyn, eta, t0, t1, bm, n, solver, controller, max_steps)
-
-    def step(carry, x):
-        eta, t_prev, log_sum, comp = carry
-        t, m, valid, idx = x
-        t = jnp.where(valid, t, t_prev)
-        eta_new, lam = segment(eta, t_prev, t, idx)
-        eta_new = jnp.where(valid, eta_new, eta)
-        lam = jnp.where(valid, lam, 0.0)
-        counted = valid & ~(paper & (idx == 0))
-        log_sum = log_sum + jnp.where(counted, eta_new[m], 0.0)
-        eta_jump = eta_new + dyn.jump(t, eta_new)[:, m]
-        eta_out = jnp.where(valid, eta_jump, eta)
-        return (eta_out, t, log_sum, comp + lam), (lam, eta_new)
-
-    zero = jnp.zeros((), dtype)
-    init = (eta0, t_start, zero, zero)
-    (eta, t_last, log_sum, comp), (interval, eta_events) = jax.lax.scan(
-        step, init, (times, marks, mask, jnp.arange(L)))
-    if not paper:
-        eta_T, lam_T = segment(eta, t_last, T, L)
-        comp = comp + lam_T
-        eta = eta_T
-    return SolveResult(log_sum - comp, log_sum, comp, interval, eta_events, eta)
 
 
 def solve(
@@ -418,86 +416,9 @@ def solve(
         >>> [round(float(r.log_likelihood[0]), 3) for r in (exact, expo)], round(float(euler.log_likelihood[0]), 2)
         ([-6.401, -6.403], -6.41)
     """
-    return _solve_batch(*_solve_args(dynamics, batch, key, method, num_substeps, convention, solver,
-                                     stepsize_controller, max_steps, brownian_tol, scheme))
+    return solve_batch(*prepare_solve(as_jump_diffusion(dynamics), batch, key, method, num_substeps, convention,
+                                      solver, stepsize_controller, max_steps, brownian_tol, scheme))
 
-
-_SCHEMES = ("exponential", "euler")
-
-
-def _solve_args(dynamics, batch, key, method="scan", num_substeps=10, convention="window", solver=None,
-                stepsize_controller=None, max_steps=4096, brownian_tol=1e-3, scheme="exponential") -> tuple:
-    """Validate :func:`solve`'s arguments on the host; return those of :func:`_solve_batch`."""
-    dynamics = as_jump_diffusion(dynamics)
-    check_batch(batch)
-    check_marks(batch, dynamics.num_marks)
-    if method not in _METHODS:
-        raise ValueError(expected("method", f"one of {_METHODS}", method))
-    if method == "exact":
-        if not dynamics.has_flow():
-            raise ValueError(expected("method", f"'scan' or 'diffrax' for {type(dynamics).__name__}, which has no "
-                                      "closed-form flow for 'exact'", "exact"))
-        if key is not None and dynamics.stochastic:
-            raise ValueError(expected("key", "None with method='exact' (it integrates the drift only)",
-                                      "a PRNG key", raw=True))
-    if convention not in _CONVENTIONS:
-        raise ValueError(expected("convention", f"one of {_CONVENTIONS}", convention))
-    n = check_int(num_substeps, "num_substeps", minimum=1)
-    if scheme not in _SCHEMES:
-        raise ValueError(expected("scheme", f"one of {_SCHEMES}", scheme))
-    if key is not None:
-        check_key(key)
-    if method == "diffrax":
-        import diffrax
-
-        solver = diffrax.Euler() if solver is None else solver
-        stepsize_controller = diffrax.ConstantStepSize() if stepsize_controller is None else stepsize_controller
-    elif solver is not None or stepsize_controller is not None:
-        name = "solver" if solver is not None else "stepsize_controller"
-        raise ValueError(expected(name, f"None unless method='diffrax' (only used with method='diffrax'; "
-                                        f"method={method!r})", type(solver if solver is not None
-                                                                   else stepsize_controller).__name__, raw=True))
-    dynamics = dynamics._checked()
-    # drift-implicit Euler when some step is too long for explicit Euler; decided on the host from
-    # concrete values (a static setting: the differentiated program holds one branch only). The
-    # compensator of the implicit step is right-point: over a step much longer than the drift's
-    # relaxation time, the log-intensity sits at its equilibrium for nearly all of it, where the
-    # linear interpolation of the exponential scheme would spread the relaxation over the step.
-    implicit = False
-    if method == "scan" and is_concrete(dynamics, batch):
-        lip = dynamics.drift_lipschitz()
-        if lip is not None:
-            implicit = bool(float(_max_gap(batch, convention)) / n * float(lip) > 1.0)
-    return (dynamics, batch, key, method, n, convention, solver, stepsize_controller, max_steps, brownian_tol,
-            implicit, scheme)
-
-
-@eqx.filter_jit
-def _solve_batch(dynamics, batch, key, method, n, convention, solver, controller, max_steps, bm_tol,
-                 implicit=False, scheme="exponential"):
-    """The validated solve, compiled as one program (arrays traced, settings static); vmapped over sequences."""
-    keys = jax.random.split(key, batch.num_sequences) if key is not None else None
-    in_key = 0 if keys is not None else None
-
-    def run(implicit):
-        fn = lambda t, m, k, T_, kk: _solve_one(  # noqa: E731
-            dynamics, t, m, k, T_, kk, method=method, n=n, convention=convention, solver=solver,
-            controller=controller, max_steps=max_steps, bm_tol=bm_tol, implicit=implicit, scheme=scheme)
-        return jax.vmap(fn, in_axes=(0, 0, 0, 0, in_key))(batch.times, batch.marks, batch.mask, batch.T, keys)
-
-    return run(implicit)
-
-
-def _max_gap(batch: EventBatch, convention: str) -> Array:
-    """The longest stretch without an event that the solver integrates, over the batch."""
-    t, k = batch.times, batch.mask
-    prev = jnp.concatenate([jnp.zeros_like(t[:, :1]), t[:, :-1]], axis=1)
-    gaps = jnp.where(k, t - prev, 0.0)
-    if convention == "paper":
-        gaps = gaps.at[:, 0].set(0.0)
-        return jnp.max(gaps)
-    last = jnp.max(jnp.where(k, t, 0.0), axis=1)
-    return jnp.maximum(jnp.max(gaps), jnp.max(batch.T - last))
 
 
 def log_likelihood(dynamics: JumpDiffusion, batch: EventBatch, key: PRNGKeyArray | None = None,
@@ -593,47 +514,15 @@ def intensity_path(
                                   raw=True))
     if is_concrete(times, marks, mask, grid):
         check_finite(times, "times")
-        _check_batch_values(times[None], marks[None], mask[None], jnp.max(jnp.where(mask, times, 0.0))[None],
+        check_batch_values(times[None], marks[None], mask[None], jnp.max(jnp.where(mask, times, 0.0))[None],
                             dynamics.num_marks)
         g = np.asarray(grid, np.float64)
         check_positive(g, "grid", allow_zero=True)
         if np.any(np.diff(g) < 0):
             raise ValueError(expected("grid", "sorted query times", grid))
     dynamics = dynamics._checked()
-    return _intensity_path(dynamics, times.astype(grid.dtype), marks, mask, grid, method)
+    return intensity_path_program(dynamics, times.astype(grid.dtype), marks, mask, grid, method)
 
-
-@eqx.filter_jit
-def _intensity_path(dynamics, times, marks, mask, grid, method):
-    """The drift-only intensity path of one sequence, one program per shape and method."""
-    eta0 = dynamics.initial_state().astype(grid.dtype)
-
-    def step(carry, t):
-        eta, t_prev, i = carry
-        if method == "exact":
-            eta = dynamics.flow(t_prev, eta, t - t_prev)[0]
-        else:
-            eta = eta + dynamics.drift(t_prev, eta) * (t - t_prev)
-        lam = jnp.exp(eta)
-
-        def apply(state):
-            eta, i = state
-            hit = (i < times.shape[0]) & mask[jnp.minimum(i, times.shape[0] - 1)] & (
-                times[jnp.minimum(i, times.shape[0] - 1)] <= t)
-            m = marks[jnp.minimum(i, times.shape[0] - 1)]
-            eta = jnp.where(hit, eta + dynamics.jump(t, eta)[:, m], eta)
-            return eta, i + hit.astype(i.dtype)
-
-        def more(state):
-            eta, i = state
-            j = jnp.minimum(i, times.shape[0] - 1)
-            return (i < times.shape[0]) & mask[j] & (times[j] <= t)
-
-        eta, i = jax.lax.while_loop(more, apply, (eta, i))
-        return (eta, t, i), lam
-
-    _, lam = jax.lax.scan(step, (eta0, grid[0], jnp.zeros((), jnp.int32)), grid)
-    return lam
 
 
 def as_jump_diffusion(model: Any, name: str = "dynamics") -> JumpDiffusion:
@@ -706,31 +595,4 @@ def intensity(model: Any, batch: EventBatch, t: Float[Array, "batch query"], *, 
         raise ValueError(expected("method", f"'scan' for {type(dyn).__name__}, which has no closed-form flow "
                                             "for 'exact'", "exact"))
     n = check_int(num_substeps, "num_substeps", minimum=1)
-    return _intensity_batch(dyn._checked(), batch, t.astype(batch.times.dtype), method, n)
-
-
-@eqx.filter_jit
-def _intensity_batch(dyn, batch, t, method, n):
-    """Drift-only intensity at query times, vmapped over sequences and queries (one program per shape)."""
-    eta0 = dyn.initial_state().astype(batch.times.dtype)
-
-    def segment(eta, t0, t1):
-        if method == "exact":
-            return dyn.flow(t0, eta, t1 - t0)[0]
-        return _euler_segment(dyn, eta, t0, t1, None, n)[0]
-
-    def one(times, marks, mask, T, query):
-        res = _solve_one(dyn, times, marks, mask, T, None, method=method, n=n, convention="window", solver=None,
-                         controller=None, max_steps=0, bm_tol=0.0)
-        post = res.eta_events + jax.vmap(lambda ti, e, m: dyn.jump(ti, e)[:, m])(times, res.eta_events, marks)
-
-        def at(q):
-            j = jnp.sum(mask & (times < q))  # events strictly before q (real events come first)
-            i = jnp.maximum(j - 1, 0)
-            start_t = jnp.where(j > 0, times[i], jnp.zeros((), times.dtype))
-            start = jnp.where(j > 0, post[i], eta0)
-            return jnp.exp(segment(start, start_t, q))
-
-        return jax.vmap(at)(query)
-
-    return jax.vmap(one)(batch.times, batch.marks, batch.mask, batch.T, t)
+    return intensity_program(dyn._checked(), batch, t.astype(batch.times.dtype), method, n)

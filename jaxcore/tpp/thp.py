@@ -33,7 +33,7 @@ from .neural import NeuralTPP, log_softplus
 ENCODERS = ("pre-norm", "easytpp")
 
 
-def _check_model_sizes(d_model: int, num_heads: int, num_layers: int) -> tuple[int, int, int]:
+def check_model_sizes(d_model: int, num_heads: int, num_layers: int) -> tuple[int, int, int]:
     d = check_int(d_model, "d_model", minimum=2)
     h = check_int(num_heads, "num_heads", minimum=1)
     n = check_int(num_layers, "num_layers", minimum=0)
@@ -47,7 +47,7 @@ def attention_trunk(num_marks, d_model, num_heads, num_layers, key, dtype, layer
     layers))`` with mark embeddings ``[K, d]``, the start vector ``[d]`` and ``num_layers`` layers built as
     ``layer(d, num_heads, key=..., dtype=...)``."""
     K = check_int(num_marks, "num_marks", minimum=1)
-    d, h, n = _check_model_sizes(d_model, num_heads, num_layers)
+    d, h, n = check_model_sizes(d_model, num_heads, num_layers)
     check_key(key)
     dtype = float_dtype(default_float() if dtype is None else dtype)
     keys = jax.random.split(key, n + 3)

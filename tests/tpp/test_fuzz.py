@@ -49,6 +49,10 @@ FUZZ_TABLE = {
     "IFTPP": "not fuzzed (test_neural: refusals)",
     "AttNHP": "not fuzzed (test_attnhp: refusals)",
     "NeuralLikelihood": "container", "NextEventSamples": "container", "GeneratedEvents": "container",
+    "AbstractTPP": "abstract base: through each concrete model (test_interface)",
+    "ClassicalTPP": "abstract base: through Poisson, Hawkes, SharedDecayHawkes, SelfCorrecting",
+    "EvaluationTerms": "container", "ComparisonResult": "container",
+    "compare_models": "not fuzzed (test_comparison: refusals of key, neural names, self_correcting, truth)",
 }
 
 DTYPES = [np.int32, np.float16, ml_dtypes.bfloat16, np.float32, np.float64]

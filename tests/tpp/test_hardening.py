@@ -238,7 +238,7 @@ def test_njdtpp_short_gaps_keep_explicit_euler():
 
 
 def test_train_default_optimizer_is_clipped_adam():
-    from jaxcore.tpp.njdtpp import _default_optimizer
+    from jaxcore.tpp.training import _default_optimizer
 
     opt = _default_optimizer()
     g = {"w": jnp.full((4,), 1e6)}
