@@ -7,6 +7,7 @@ import numpy as np
 import optax
 import pytest
 
+from jaxcore.bnp import inference as inference_module
 from jaxcore.bnp import model as model_module
 from jaxcore.bnp.inference import FitResult, FitState, SVIStepResult, fit, make_svi_step
 from jaxcore.bnp.networks import AdaptiveCNN, AdaptiveMLP
@@ -394,9 +395,9 @@ def test_make_svi_step_is_value_and_grad_of_elbo_then_adam(key):
     for u, v in zip(jax.tree.leaves(out.state.params), jax.tree.leaves(optax.apply_updates(model, updates))):
         np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-7)
     # a second call with the same shapes reuses the compiled program
-    size = model_module._svi_step_jit._cached._cache_size()
+    size = inference_module._svi_step_jit._cached._cache_size()
     step(jax.random.key(13), out.state, prior, x + 1.0, y, 1, 40.0)
-    assert model_module._svi_step_jit._cached._cache_size() == size
+    assert inference_module._svi_step_jit._cached._cache_size() == size
     with pytest.raises(TypeError, match="key: expected"):
         step(0, out.state, prior, x, y, 1, 40.0)
     with pytest.raises(ValueError, match="num_samples: expected"):
@@ -410,11 +411,11 @@ def test_fit_result_history_progress_and_no_recompile(key):
     res = fit(jax.random.key(15), model, prior, x, y, 16, 0, num_steps=4, batch_size=4, num_samples=1)
     assert isinstance(res, FitResult) and res.losses.shape == (4,) and np.all(np.isfinite(res.losses))
     assert jax.tree.structure(res.params) == jax.tree.structure(model)
-    size = model_module._fit_jit._cached._cache_size()
+    size = inference_module._fit_jit._cached._cache_size()
     # other key, task, number of rows, learning rate and KL weight: the same compiled program
     again = fit(jax.random.key(16), model, prior, x, y, 12, 1, num_steps=4, batch_size=4, num_samples=1,
                 learning_rate=5e-2, kl_weight=0.5)
-    assert model_module._fit_jit._cached._cache_size() == size
+    assert inference_module._fit_jit._cached._cache_size() == size
     assert not np.allclose(again.losses, res.losses)
     seen = []
     reported = fit(jax.random.key(15), model, prior, x, y, 16, 0, num_steps=4, batch_size=4, num_samples=1,
