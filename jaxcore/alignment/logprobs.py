@@ -21,24 +21,28 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from jaxcore import lm
-from jaxcore._util import expected
+from jaxcore._util import check_bool, expected
 from jaxcore.lm.head import model_logprobs
 
 __all__ = ["sequence_log_probs"]
 
 
-def _token_log_probs(model, tokens, mask, loss_mask, intervention=None):
-    """[B, L] log p(x_i | x_<i) at the scored positions (0 elsewhere); traceable."""
+def _token_log_probs(model, tokens, mask, loss_mask, intervention=None, check_ids=False):
+    """[B, L] log p(x_i | x_<i) at the scored positions (0 elsewhere); traceable.
+
+    ``check_ids``: check traced ids at run time (an ``error_if``, a host callback in the compiled program).
+    Off by default: the public entries validate their tokens first (concrete ones on the host,
+    traced ones by :func:`check_sequences` in the caller's trace)."""
     if tokens.shape[1] < 2:
         return jnp.zeros(tokens.shape, jnp.promote_types(model.dtype, jnp.float32))
-    lp = model_logprobs(model, tokens, mask, intervention=intervention)
+    lp = model_logprobs(model, tokens, mask, intervention=intervention, check_ids=check_ids)
     scored = loss_mask[:, 1:] & mask[:, 1:] & mask[:, :-1]
     lp = jnp.where(scored, lp, 0.0)
     return jnp.concatenate([jnp.zeros_like(lp[:, :1]), lp], axis=1)
 
 
-def _sequence_log_probs(model, tokens, mask, loss_mask, intervention=None):
-    return jnp.sum(_token_log_probs(model, tokens, mask, loss_mask, intervention), axis=1)
+def _sequence_log_probs(model, tokens, mask, loss_mask, intervention=None, check_ids=False):
+    return jnp.sum(_token_log_probs(model, tokens, mask, loss_mask, intervention, check_ids), axis=1)
 
 
 @eqx.filter_jit
@@ -61,9 +65,11 @@ def _bool_mask(x, name, shape):
     return jnp.asarray(a.astype(bool))
 
 
-def check_sequences(model, tokens, mask, loss_mask, *, prefix: str = ""):
-    """Validate ``tokens [B, L]``, a contiguous real-token ``mask`` and a ``loss_mask`` (host checks)."""
-    tokens, mask = lm.model.check_tokens(model, tokens, mask, name=prefix + "tokens", mask_name=prefix + "mask")
+def check_sequences(model, tokens, mask, loss_mask, *, prefix: str = "", check_ids: bool = True):
+    """Validate ``tokens [B, L]``, a contiguous real-token ``mask`` and a ``loss_mask`` (host checks; traced ids
+    at run time unless ``check_ids=False``)."""
+    tokens, mask = lm.model.check_tokens(model, tokens, mask, name=prefix + "tokens", mask_name=prefix + "mask",
+                                         check_ids=check_ids)
     if not isinstance(mask, jax.core.Tracer):
         m = np.asarray(mask).astype(np.int8)
         starts = np.sum(np.diff(np.pad(m, ((0, 0), (1, 0))), axis=1) > 0, axis=1)
@@ -77,12 +83,14 @@ def check_sequences(model, tokens, mask, loss_mask, *, prefix: str = ""):
 
 def sequence_log_probs(model: lm.Llama, tokens: Int[Array, "B L"], mask: Bool[Array, "B L"] | None = None,
                        loss_mask: Bool[Array, "B L"] | None = None, *,
-                       intervention: lm.Intervention | None = None) -> Float[Array, " B"]:
+                       intervention: lm.Intervention | None = None, check_ids: bool = True) -> Float[Array, " B"]:
     """Summed log-probability of each sequence's loss-masked tokens, ``sum_i c_i log p(x_i | x_<i)``.
 
     A token is scored when it is real, in ``loss_mask`` and has a real token before it (the first
     real token is conditioned on). Equals the sum over the scored positions of
-    ``log_softmax(forward(model, tokens, mask))`` at the next token.
+    ``log_softmax(forward(model, tokens, mask))`` at the next token. Concrete ids are checked on the
+    host and the compiled program holds no host callback; traced ids (a call inside your ``jit``) are
+    checked at run time unless ``check_ids=False``.
 
     Args:
         model: a :class:`jaxcore.lm.Llama`.
@@ -91,6 +99,9 @@ def sequence_log_probs(model: lm.Llama, tokens: Int[Array, "B L"], mask: Bool[Ar
             sides padded); default all True.
         loss_mask: ``[B, L]`` bool, the tokens to score (the continuation); default ``mask``.
         intervention: an optional :class:`jaxcore.lm.Intervention`.
+        check_ids: check traced token ids at run time (an ``error_if``: a host callback, which makes JAX
+            dispatch every call of the enclosing program through its Python path); ``False`` for ids
+            validated once.
 
     Returns:
         ``[B]`` float32 log-probabilities (nats); 0 for a row with no scored token.
@@ -112,6 +123,7 @@ def sequence_log_probs(model: lm.Llama, tokens: Int[Array, "B L"], mask: Bool[Ar
         True
     """
     lm.model.check_model(model)
-    tokens, mask, loss_mask = check_sequences(model, tokens, mask, loss_mask)
+    tokens, mask, loss_mask = check_sequences(model, tokens, mask, loss_mask,
+                                              check_ids=check_bool(check_ids, "check_ids"))
     intervention = lm.model.check_intervention(model, intervention)
     return _sequence_log_probs_jit(model, tokens, mask, loss_mask, intervention)

@@ -258,7 +258,7 @@ def _model_logprobs(model: Llama, tokens, mask, intervention, chunk_size: int = 
 
 
 def model_logprobs(model: Llama, tokens: Int[Array, "B L"], mask=None, *, intervention: Intervention | None = None,
-                   chunk_size: int = DEFAULT_CHUNK) -> Float[Array, "B Lm1"]:
+                   chunk_size: int = DEFAULT_CHUNK, check_ids: bool = True) -> Float[Array, "B Lm1"]:
     """Log-probability of each next token, ``log p(x_{i+1} | x_<=i)``, at every position (unmasked).
 
     The forward of :func:`forward` up to the final norm, then :func:`next_token_logprobs` over the
@@ -273,6 +273,8 @@ def model_logprobs(model: Llama, tokens: Int[Array, "B L"], mask=None, *, interv
         mask: ``[B, L]`` bool, True at real tokens (default all True).
         intervention: an optional :class:`Intervention`.
         chunk_size: vocabulary columns per block of the head, >= 1.
+        check_ids: check traced ids (a caller's ``jit``) at run time, as :func:`forward`'s ``check_ids``;
+            ``False`` for a caller that validated them once (no host callback in its compiled program).
 
     Returns:
         ``[B, L - 1]`` float32 log-probabilities (nats); float64 for a float64 model.
@@ -290,7 +292,7 @@ def model_logprobs(model: Llama, tokens: Int[Array, "B L"], mask=None, *, interv
         True
     """
     check_model(model)
-    tokens, mask = check_tokens(model, tokens, mask)
+    tokens, mask = check_tokens(model, tokens, mask, check_ids=bool(check_ids))
     if tokens.shape[1] < 2:
         raise ValueError(expected("tokens", "sequences of at least 2 tokens", f"shape {tuple(tokens.shape)}",
                                   raw=True))

@@ -1,3 +1,4 @@
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -199,3 +200,50 @@ def test_dpo_loss_refuses_none_and_non_numeric_inputs():
         dpo_loss(z, z, z, ["a", "b", "c"])
     with pytest.raises(TypeError, match="^weights: expected a real"):
         dpo_loss(z, z, z, z, weights="abc")
+
+
+def _compiled(fn, *args):
+    return jax.jit(fn).lower(*args).compile()
+
+
+def test_the_step_holds_no_host_callback_once_its_ids_are_validated():
+    """Traced pairs (``dpo_step`` under ``jit``): a run-time id check (a host callback, which sends every call
+    through JAX's Python dispatch) unless ``check_ids=False``, with the same values; concrete pairs are checked
+    on the host (their step is the callback-free program)."""
+    opt = optax.sgd(0.5)
+    st, m, p = dpo_init(model(), opt), model(), pairs()
+    progs = {c: _compiled(lambda s, r, q, c=c: dpo_step(s, r, q, optimizer=opt, beta=0.5, check_ids=c), st, m, p)
+             for c in (True, False)}
+    assert "python_cpu_callback" in progs[True].as_text() and "python_cpu_callback" not in progs[False].as_text()
+    got_state, got = progs[False](st, m, p)
+    want_state, want = progs[True](st, m, p)
+    assert float(got.loss) == pytest.approx(float(want.loss), rel=1e-6)
+    for a, b in zip(jax.tree_util.tree_leaves(got_state.policy), jax.tree_util.tree_leaves(want_state.policy)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+    bad = eqx.tree_at(lambda q: q.tokens, p, p.tokens.at[0, 0, -1].set(10_000))
+    with pytest.raises(ValueError, match="pairs.tokens: expected token ids in"):
+        dpo_step(st, m, bad, optimizer=opt)  # concrete: refused on the host
+    with pytest.raises(Exception, match="token ids in"):  # traced and checked: refused at run time
+        jax.block_until_ready(progs[True](st, m, bad))
+    with pytest.raises(TypeError, match="check_ids: expected a bool"):
+        dpo_step(st, m, p, optimizer=opt, check_ids="no")
+
+
+@pytest.mark.slow  # two compiled forwards (~4 CPU-s); the step's test above covers the switch by default
+def test_sequence_log_probs_check_ids_switch():
+    p = pairs()
+    toks, mask, loss = (a.reshape(2 * N, L) for a in (p.tokens, p.mask, p.loss_mask))
+    progs = {c: _compiled(lambda t, mk, ls, c=c: sequence_log_probs(model(), t, mk, ls, check_ids=c), toks, mask, loss)
+             for c in (True, False)}
+    assert "python_cpu_callback" in progs[True].as_text() and "python_cpu_callback" not in progs[False].as_text()
+    np.testing.assert_allclose(np.asarray(progs[False](toks, mask, loss)),
+                               np.asarray(sequence_log_probs(model(), toks, mask, loss)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.slow  # two compiled fits (~10 CPU-s)
+def test_fit_under_jit_holds_no_host_callback_with_check_ids_false():
+    opt = optax.sgd(0.5)
+    texts = {c: _compiled(lambda m, q, c=c: fit_dpo(jax.random.key(0), m, q, num_steps=1, batch_size=N,
+                                                    optimizer=opt, check_ids=c).history.loss, model(), pairs()).as_text()
+             for c in (True, False)}
+    assert "python_cpu_callback" in texts[True] and "python_cpu_callback" not in texts[False]
