@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxcore._util import check_int, check_key, check_scalar, expected, is_concrete
+from jaxcore._util import check_bool, check_int, check_key, check_scalar, expected, is_concrete
 
 from .eigensolver import _subspace_iteration
 from .graph import DynamicGraph, capacity_bucket
@@ -163,8 +163,7 @@ def contract(graph: DynamicGraph, labels: Any, num_clusters: int, *, edge_weight
     return _contract(graph, jnp.asarray(full), w, jnp.asarray(k), capacity_bucket(2 * k), trig)
 
 
-@partial(jax.jit, static_argnames=("batch",))
-def _update(cg: ContractedGraph, graph: DynamicGraph, num_new: Array, batch: int) -> ContractedGraph:
+def _update_impl(cg: ContractedGraph, graph: DynamicGraph, num_new: Array, batch: int) -> ContractedGraph:
     cap_v, cap_e, cap_s = graph.vertex_capacity, graph.edge_capacity, cg.supernode_capacity
     first = graph.num_edges - num_new
     valid = jnp.arange(batch) < num_new
@@ -210,6 +209,10 @@ def _update(cg: ContractedGraph, graph: DynamicGraph, num_new: Array, batch: int
                            (cg.num_supernodes + jnp.sum(make)).astype(jnp.int32), cg.degree_trigger)
 
 
+_update = jax.jit(_update_impl, static_argnames=("batch",))
+_update_donated = jax.jit(_update_impl, static_argnames=("batch",), donate_argnums=0)  # writes into cg's buffers
+
+
 def _grow(cg: ContractedGraph, graph: DynamicGraph, supernodes: int) -> ContractedGraph:
     dv = graph.vertex_capacity - cg.assign.shape[0]
     de = graph.edge_capacity - cg.edge_weight.shape[0]
@@ -224,7 +227,8 @@ def _grow(cg: ContractedGraph, graph: DynamicGraph, supernodes: int) -> Contract
     return cg
 
 
-def update_contracted(contracted: ContractedGraph, graph: DynamicGraph, num_new: int) -> ContractedGraph:
+def update_contracted(contracted: ContractedGraph, graph: DynamicGraph, num_new: int, *,
+                      donate: bool = False) -> ContractedGraph:
     """Bring the contracted graph up to date after the last ``num_new`` edges of ``graph`` were inserted.
 
     New vertices and vertices past the degree trigger become singleton super-nodes (their old
@@ -235,6 +239,11 @@ def update_contracted(contracted: ContractedGraph, graph: DynamicGraph, num_new:
         contracted: the contracted graph before the insertion.
         graph: the graph after :func:`add_edges` of the batch.
         num_new: how many edges the batch added.
+        donate: write the update into ``contracted``'s buffers (XLA buffer donation: no copy of the
+            ``[S, S]`` matrix and the per-vertex arrays per call); ``contracted`` must not be used
+            afterwards. The super-node capacity is then settled before the update from the bound
+            ``num_supernodes + 2 num_new`` (a donated input cannot be updated twice), so it may double
+            one batch earlier than without donation (the same values, more padding).
 
     Returns:
         The updated :class:`ContractedGraph`.
@@ -258,10 +267,15 @@ def update_contracted(contracted: ContractedGraph, graph: DynamicGraph, num_new:
     if not isinstance(graph, DynamicGraph):
         raise TypeError(expected("graph", "a DynamicGraph", type(graph).__name__, raw=True))
     num_new = check_int(num_new, "num_new", minimum=0, maximum=int(graph.num_edges))
+    donate = check_bool(donate, "donate")
     if num_new == 0:
         return _grow(contracted, graph, int(contracted.num_supernodes))
-    cg = _grow(contracted, graph, int(contracted.num_supernodes))
     nn, batch = jnp.asarray(num_new, jnp.int32), capacity_bucket(num_new)
+    if donate:  # each edge makes at most its two endpoints singletons
+        bound = int(contracted.num_supernodes) + 2 * num_new
+        need = bound if bound > contracted.supernode_capacity else int(contracted.num_supernodes)
+        return _update_donated(_grow(contracted, graph, need), graph, nn, batch)
+    cg = _grow(contracted, graph, int(contracted.num_supernodes))
     out = _update(cg, graph, nn, batch)
     need = int(out.num_supernodes)
     if need > cg.supernode_capacity:  # the new singletons overflowed: double the capacity and redo

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import jax
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_int, check_key, check_scalar, expected
+from jaxcore._util import check_bool, check_int, check_key, check_scalar, expected
 
 from .contracted import ContractedGraph, contract, query_contracted, update_contracted
 from .graph import DynamicGraph, add_edges
@@ -106,14 +106,23 @@ def init_clustering(key: Any, graph: DynamicGraph, num_clusters: int, *, samplin
     return ClusteringState(graph, h, cg), first
 
 
-def update_clustering(key: Any, state: ClusteringState, src: Any, dst: Any, weight: Any = None) -> ClusteringState:
+def update_clustering(key: Any, state: ClusteringState, src: Any, dst: Any, weight: Any = None, *,
+                      donate: bool = False) -> ClusteringState:
     """Insert a batch of edges (and the new vertices they name) into G, H and the contracted graph.
+
+    Without ``donate`` every call writes a new state, copying each buffer of G, H and the contracted
+    graph (``O(capacity)``); with ``donate=True`` the batch is written into ``state``'s buffers (XLA
+    buffer donation), ``O(B log B)`` a batch as the algorithm states, and ``state`` is consumed.
 
     Args:
         key: a ``jax.random.key`` (the sparsifier's draws).
         state: the current state.
         src, dst: ``[B]`` integer vertex ids (no self-loops); ids ``>= num_vertices`` insert vertices.
         weight: ``[B]`` weights > 0 (default 1).
+        donate: hand ``state``'s buffers to the update (``state = update_clustering(..., donate=True)``
+            in a stream loop): ``state`` and its graph, sparsifier and contracted graph must not be used
+            afterwards (their arrays are deleted; reading one raises). Keep a copy
+            (``jax.tree.map(jnp.copy, state)``) to hold on to an old state.
 
     Returns:
         The new :class:`ClusteringState`.
@@ -136,12 +145,36 @@ def update_clustering(key: Any, state: ClusteringState, src: Any, dst: Any, weig
     key = check_key(key)
     if not isinstance(state, ClusteringState):
         raise TypeError(expected("state", "a ClusteringState", type(state).__name__, raw=True))
+    donate = check_bool(donate, "donate")
+    if donate:
+        state = _unshared(state)
     m0 = int(state.graph.num_edges)
-    g = add_edges(state.graph, src, dst, weight)
+    g = add_edges(state.graph, src, dst, weight, donate=donate)
     num_new = int(g.num_edges) - m0
-    h = update_sparsifier(key, state.sparsifier, g, num_new)
-    cg = update_contracted(state.contracted, g, num_new)
+    h = update_sparsifier(key, state.sparsifier, g, num_new, donate=donate)
+    cg = update_contracted(state.contracted, g, num_new, donate=donate)
     return ClusteringState(g, h, cg)
+
+
+def _unshared(state: ClusteringState) -> ClusteringState:
+    """``state`` with every buffer that two of its parts share copied (JAX may hand an input of a program back
+    as its output), so that donating the graph, the sparsifier and the contracted graph in turn never hands
+    the same buffer over twice."""
+    seen: set[int] = set()
+
+    def own(x: Any) -> Any:
+        if not isinstance(x, jax.Array):
+            return x
+        try:
+            ptr = x.unsafe_buffer_pointer()
+        except Exception:  # noqa: BLE001 - an array over several devices: its identity stands in
+            ptr = id(x)
+        if ptr in seen:
+            return x.copy()
+        seen.add(ptr)
+        return x
+
+    return ClusteringState(*(jax.tree.map(own, part) for part in state))
 
 
 def query_clustering(key: Any, state: ClusteringState, num_clusters: int, *, num_init: int = 10,

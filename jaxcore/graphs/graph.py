@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_int, default_float, expected
+from jaxcore._util import check_bool, check_int, default_float, expected
 
 __all__ = ["DynamicGraph", "add_edges", "capacity_bucket", "empty_graph", "from_edges"]
 
@@ -168,7 +168,16 @@ def _row_ranks(rows: Array) -> Array:
 
 
 @jax.jit
-def _insert(g: DynamicGraph, bsrc: Array, bdst: Array, bw: Array, num_valid: Array) -> DynamicGraph:
+def _needed_width(count: Array, bsrc: Array, bdst: Array, num_valid: Array) -> Array:
+    """The adjacency table's width the batch needs (``max`` over its rows of ``count + rank + 1``), O(B log B)."""
+    b, cap_v = bsrc.shape[0], count.shape[0]
+    valid2 = jnp.concatenate([jnp.arange(b) < num_valid] * 2)
+    rows_v = jnp.where(valid2, jnp.concatenate([bsrc, bdst]), cap_v)
+    slot = count[jnp.minimum(rows_v, cap_v - 1)] + _row_ranks(rows_v)
+    return jnp.max(jnp.where(valid2, slot + 1, 0))
+
+
+def _insert_impl(g: DynamicGraph, bsrc: Array, bdst: Array, bw: Array, num_valid: Array) -> DynamicGraph:
     b = bsrc.shape[0]
     cap_e, cap_v = g.edge_capacity, g.vertex_capacity
     valid = jnp.arange(b) < num_valid
@@ -199,6 +208,11 @@ def _insert(g: DynamicGraph, bsrc: Array, bdst: Array, bw: Array, num_valid: Arr
         num_vertices=jnp.maximum(g.num_vertices, top).astype(jnp.int32),
         max_count=jnp.maximum(g.max_count, new_max).astype(jnp.int32),
     )
+
+
+_insert = jax.jit(_insert_impl)
+# the same program writing into the input's buffers (donated): O(B) per batch instead of a copy of every buffer
+_insert_donated = jax.jit(_insert_impl, donate_argnums=0)
 
 
 def _edge_arrays(src: Any, dst: Any, weight: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -241,21 +255,26 @@ def _edge_arrays(src: Any, dst: Any, weight: Any) -> tuple[np.ndarray, np.ndarra
     return s, d, w
 
 
-def add_edges(graph: DynamicGraph, src: Any, dst: Any, weight: Any = None) -> DynamicGraph:
+def add_edges(graph: DynamicGraph, src: Any, dst: Any, weight: Any = None, *, donate: bool = False) -> DynamicGraph:
     """Insert a batch of undirected edges ``(src[i], dst[i])``, growing buffers by doubling if needed.
 
     New vertex ids (``>= num_vertices``) are vertex insertions: ``num_vertices`` becomes
     ``max(num_vertices, max id + 1)``. The batch is padded to a power of two, so batches of similar
     size share one compiled program; the work is ``O(B log B)`` for a batch of ``B`` edges,
-    independent of the graph's size (a buffer that doubles is copied once, amortised O(1) per edge).
+    independent of the graph's size (a buffer that doubles is copied once, amortised O(1) per edge)
+    when ``donate=True``; without it the new graph is written into fresh buffers, a copy of every
+    buffer (``O(capacity)``) per call.
 
     Args:
         graph: the graph.
         src, dst: ``[B]`` integer vertex ids (>= 0, no self-loops ``src[i] == dst[i]``).
         weight: ``[B]`` finite weights > 0 (default 1).
+        donate: hand ``graph``'s buffers to the update, which writes the batch into them in place
+            (XLA buffer donation): ``graph`` must not be used afterwards (its arrays are deleted; reading
+            one raises). For a stream that keeps only the newest graph.
 
     Returns:
-        The new graph (the input is unchanged).
+        The new graph (the input is unchanged unless ``donate``).
 
     Raises:
         TypeError: non-integer ids, non-real weights, a graph that is not a :class:`DynamicGraph`.
@@ -273,6 +292,7 @@ def add_edges(graph: DynamicGraph, src: Any, dst: Any, weight: Any = None) -> Dy
     """
     if not isinstance(graph, DynamicGraph):
         raise TypeError(expected("graph", "a DynamicGraph", type(graph).__name__, raw=True))
+    donate = check_bool(donate, "donate")
     s, d, w = _edge_arrays(src, dst, weight)
     b = s.size
     if b == 0:
@@ -296,6 +316,11 @@ def add_edges(graph: DynamicGraph, src: Any, dst: Any, weight: Any = None) -> Dy
                                       f"{float(w[i])!r} at index {i}", raw=True))
     bw = jnp.asarray(np.pad(np.ones(b) if w is None else w, (0, pad)), graph.weight.dtype)
     nv = jnp.asarray(b, jnp.int32)
+    if donate:  # the width is settled before the insert: a donated graph cannot be inserted into twice
+        need = int(_needed_width(graph.count, bs, bd, nv))
+        if need > graph.width:
+            graph = _resize(graph, vcap, ecap, capacity_bucket(need, minimum=_MIN_WIDTH))
+        return _insert_donated(graph, bs, bd, bw, nv)
     out = _insert(graph, bs, bd, bw, nv)
     need = int(out.max_count)
     if need > graph.width:  # a row overflowed: widen the table (doubling) and insert again

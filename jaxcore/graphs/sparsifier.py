@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from jaxcore._util import check_int, check_key, check_scalar, expected
+from jaxcore._util import check_bool, check_int, check_key, check_scalar, expected
 
 from .graph import DynamicGraph, capacity_bucket
 
@@ -143,8 +143,7 @@ def sparsify(key: Any, graph: DynamicGraph, *, sampling_constant: float = 100.0,
     return _sparsify(key, graph, c, f, r)
 
 
-@partial(jax.jit, static_argnames=("batch",))
-def _update(key: Array, h: Sparsifier, graph: DynamicGraph, num_new: Array, batch: int) -> Sparsifier:
+def _update_impl(key: Array, h: Sparsifier, graph: DynamicGraph, num_new: Array, batch: int) -> Sparsifier:
     k_new, k_res, k_build = jax.random.split(key, 3)
     c, f = h.sampling_constant, h.resample_factor
     dt = graph.weight.dtype
@@ -197,6 +196,10 @@ def _update(key: Array, h: Sparsifier, graph: DynamicGraph, num_new: Array, batc
     return jax.lax.switch(branch, [lambda h: h, resample, full], h)
 
 
+_update = jax.jit(_update_impl, static_argnames=("batch",))
+_update_donated = jax.jit(_update_impl, static_argnames=("batch",), donate_argnums=1)  # writes into h's buffers
+
+
 def _grow_like(h: Sparsifier, graph: DynamicGraph) -> Sparsifier:
     de = graph.edge_capacity - h.weight.shape[0]
     dv = graph.vertex_capacity - h.prob.shape[0]
@@ -209,7 +212,8 @@ def _grow_like(h: Sparsifier, graph: DynamicGraph) -> Sparsifier:
     return h
 
 
-def update_sparsifier(key: Any, sparsifier: Sparsifier, graph: DynamicGraph, num_new: int) -> Sparsifier:
+def update_sparsifier(key: Any, sparsifier: Sparsifier, graph: DynamicGraph, num_new: int, *,
+                      donate: bool = False) -> Sparsifier:
     """Bring the sparsifier up to date after the last ``num_new`` edges of ``graph`` were inserted.
 
     New edges are sampled with the current degrees; vertices whose ``p_u`` moved by more than
@@ -221,6 +225,8 @@ def update_sparsifier(key: Any, sparsifier: Sparsifier, graph: DynamicGraph, num
         sparsifier: the sparsifier of the graph before the insertion.
         graph: the graph after :func:`add_edges` of the new batch (buffers may have grown).
         num_new: how many edges the batch added (the last ``num_new`` edges of ``graph``).
+        donate: write the update into ``sparsifier``'s buffers (XLA buffer donation; no copy of the
+            ``[edge_capacity]`` weights per call): ``sparsifier`` must not be used afterwards.
 
     Returns:
         The updated :class:`Sparsifier` (padded to the graph's capacities).
@@ -248,7 +254,8 @@ def update_sparsifier(key: Any, sparsifier: Sparsifier, graph: DynamicGraph, num
     _check_common(graph, sparsifier.sampling_constant, sparsifier.resample_factor, sparsifier.rebuild_fraction)
     m = int(graph.num_edges)
     num_new = check_int(num_new, "num_new", minimum=0, maximum=m)
+    update = _update_donated if check_bool(donate, "donate") else _update
     h = _grow_like(sparsifier, graph)
     if num_new == 0:
         return h
-    return _update(key, h, graph, jnp.asarray(num_new, jnp.int32), capacity_bucket(num_new))
+    return update(key, h, graph, jnp.asarray(num_new, jnp.int32), capacity_bucket(num_new))
