@@ -146,7 +146,7 @@ MOVED_TO_SLOW = {
     "tests/sam/test_trainer.py::test_jit_equals_no_jit": 5.2,
     "tests/inverse/test_restoration.py::test_snore_converges_to_gaussian_closed_form[False-blur]": 5.2,
     "tests/sam/test_trainer.py::test_rho_zero_reproduces_base_optimizer_exactly[pert0]": 5.2,
-    "jaxcore/bnp/model.py::jaxcore.bnp.model.make_svi_step": 5.1,
+    "jaxcore/bnp/inference.py::jaxcore.bnp.inference.make_svi_step": 5.1,
     "tests/causal/test_posterior.py::test_mec_log_posterior_bruteforce[4]": 5.1,
     "tests/causal/test_mcmc.py::test_structure_mcmc_reaches_exact_posterior": 5.1,
     "jaxcore/causal/latent.py::jaxcore.causal.latent.dibs_svi": 5.1,

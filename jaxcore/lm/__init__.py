@@ -19,17 +19,15 @@ The main workflow::
     (1,)
 """
 
-from .decoding import GenerateResult, generate
+from .generation import GenerateResult, generate
 from .grammar import (
     GrammarConstraint,
     GrammarState,
     TokenFSM,
-    answer_regex,
     compile_regex,
-    json_regex,
-    number_regex,
     token_bytes,
 )
+from .patterns import answer_regex, json_regex, number_regex
 from .head import model_logprobs, next_token_logprobs
 from .interop import to_transformers
 from .model import (

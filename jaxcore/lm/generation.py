@@ -1,4 +1,4 @@
-"""Decoding: prefill, a static KV cache and a ``lax.scan`` sampler with a logits-processor hook."""
+"""Generation: prefill, a static KV cache and a ``lax.scan`` sampler with a logits-processor hook."""
 
 from __future__ import annotations
 
