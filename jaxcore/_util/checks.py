@@ -26,6 +26,7 @@ __all__ = [
     "check_bool",
     "check_choice",
     "check_finite",
+    "check_float_dtype",
     "check_int",
     "check_ndim",
     "check_nonnegative",
@@ -33,10 +34,17 @@ __all__ = [
     "check_range",
     "check_scalar",
     "check_shape",
+    "checked",
+    "checked_finite",
+    "checked_index",
+    "checked_positive",
+    "checked_range",
+    "checked_scalar",
     "default_float",
     "describe",
     "error_if",
     "expected",
+    "first_bad",
     "is_concrete",
     "trusted_values",
 ]
@@ -207,7 +215,8 @@ def _scalar_what(positive, nonnegative, low, high, low_open, high_open, finite) 
     return parts[0]
 
 
-def _first_bad(a: np.ndarray, bad: np.ndarray) -> str:
+def first_bad(a: np.ndarray, bad: np.ndarray) -> str:
+    """The first entry of ``a`` where ``bad`` holds, for a message: ``"nan at index (1, 0)"`` (``repr`` of the value)."""
     idx = tuple(int(i) for i in np.argwhere(bad)[0]) if a.ndim else ()
     value = a[idx] if a.ndim else a
     return f"{np.asarray(value).item()!r}" + (f" at index {idx}" if a.ndim else "")
@@ -221,7 +230,7 @@ def check_finite(x: Any, name: str) -> None:
     if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
         bad = ~np.isfinite(a.astype(np.float64))
         if bad.any():
-            raise ValueError(expected(name, "finite values", _first_bad(a, bad), raw=True))
+            raise ValueError(expected(name, "finite values", first_bad(a, bad), raw=True))
 
 
 def check_positive(x: Any, name: str, *, allow_zero: bool = False) -> None:
@@ -232,7 +241,7 @@ def check_positive(x: Any, name: str, *, allow_zero: bool = False) -> None:
     bad = ~np.isfinite(a) | ((a < 0) if allow_zero else (a <= 0))
     if bad.any():
         kind = "finite values >= 0" if allow_zero else "finite values > 0"
-        raise ValueError(expected(name, kind, _first_bad(a, bad), raw=True))
+        raise ValueError(expected(name, kind, first_bad(a, bad), raw=True))
 
 
 def check_nonnegative(x: Any, name: str) -> None:
@@ -256,7 +265,7 @@ def check_range(
         lo = "-inf" if low is None else f"{low:g}"
         hi = "inf" if high is None else f"{high:g}"
         interval = f"{'(' if low_open or low is None else '['}{lo}, {hi}{')' if high_open or high is None else ']'}"
-        raise ValueError(expected(name, f"values in {interval}", _first_bad(a, bad), raw=True))
+        raise ValueError(expected(name, f"values in {interval}", first_bad(a, bad), raw=True))
 
 
 def check_ndim(x: Any, name: str, ndim: int | Iterable[int], layout: str | None = None) -> None:
@@ -287,6 +296,21 @@ def check_choice(x: Any, name: str, choices: Iterable[Any]) -> Any:
         except TypeError:
             pass
     raise ValueError(expected(name, "one of " + ", ".join(repr(c) for c in choices), x))
+
+
+def check_float_dtype(dtype: Any, name: str = "dtype", what: str = "a float dtype") -> jnp.dtype:
+    """``jnp.dtype(dtype)`` if it is a floating dtype (half precision included); else TypeError.
+
+    The message is ``"<name>: expected <what>, got <dtype>"``: the value as given when it is no dtype
+    at all, the dtype's name otherwise (``"dtype: expected a float dtype, got int32"``).
+    """
+    try:
+        d = jnp.dtype(dtype)
+    except Exception:  # noqa: BLE001 - anything jnp.dtype refuses is a type error for the user
+        raise TypeError(expected(name, what, dtype)) from None
+    if not jnp.issubdtype(d, jnp.floating):
+        raise TypeError(expected(name, what, d.name, raw=True))
+    return d
 
 
 def as_float_array(x: Any, name: str, *, dtype: Any = None) -> jax.Array:
@@ -360,3 +384,119 @@ def error_if(x: Any, bad: Any, name: str, what: str) -> Any:
     zero = eqx.error_if(jnp.zeros((), leaves[i].dtype), bad, msg)
     leaves[i] = jnp.logical_or(leaves[i], zero) if leaves[i].dtype == jnp.bool_ else leaves[i] - zero
     return jax.tree_util.tree_unflatten(tree, leaves)
+
+
+# --- one check, host or run time ----------------------------------------------------------------
+#
+# The routine every family needs: refuse bad entries on the host when the value is concrete (a
+# ValueError naming the first bad entry), else thread one run-time check (error_if) through the
+# value. One message for both paths: "<name>: expected <what>[, got <first bad entry>]".
+
+
+def checked(x: Any, name: str, what: str, bad: Any, *, check: bool = True) -> Any:
+    """``x`` with its bad entries refused: on the host when concrete, at run time when traced.
+
+    Args:
+        x: an array (or a pytree of arrays for a traced check; the host check reads ``bad``'s result).
+        name, what: the message, ``"<name>: expected <what>, got <first bad entry>"``.
+        bad: a function of ``x`` giving a boolean array, True at a bad entry; called with a NumPy
+            array when ``x`` is concrete and with the traced value otherwise, so it is written with
+            operators and ``jnp`` functions that accept both.
+        check: False returns ``x`` unchecked (a caller that validated once, before a loop).
+
+    Returns:
+        ``x``; a traced ``x`` threaded through :func:`error_if` (values wrapped by
+        :func:`trusted_values` are returned as they are).
+
+    Raises:
+        ValueError: a concrete bad entry (traced: equinox's run-time error with the same text).
+    """
+    if not check:
+        return x
+    if is_concrete(x):
+        a = np.asarray(x)
+        b = np.asarray(bad(a))
+        if b.any():
+            raise ValueError(expected(name, what, first_bad(np.broadcast_to(a, b.shape), b), raw=True))
+        return x
+    if is_trusted(x):
+        return x
+    return error_if(x, jnp.any(bad(x)), name, what)
+
+
+def _interval(low, high, low_open, high_open) -> str:
+    lo = "-inf" if low is None else f"{low:g}"
+    hi = "inf" if high is None else f"{high:g}"
+    return f"{'(' if low_open or low is None else '['}{lo}, {hi}{')' if high_open or high is None else ']'}"
+
+
+def checked_finite(x: Any, name: str, what: str = "finite values", *, check: bool = True) -> Any:
+    """:func:`checked` for NaN and inf: :func:`check_finite` on the host, :func:`error_if` when traced."""
+    return checked(x, name, what, lambda a: ~jnp.isfinite(a) if isinstance(a, jax.Array)
+                   else ~np.isfinite(a.astype(np.float64)), check=check)
+
+
+def checked_positive(x: Any, name: str, *, allow_zero: bool = False, what: str | None = None,
+                     check: bool = True) -> Any:
+    """:func:`checked` for "finite and > 0" (``>= 0`` with ``allow_zero``), the message of :func:`check_positive`."""
+    what = what or ("finite values >= 0" if allow_zero else "finite values > 0")
+
+    def bad(a):
+        xp = jnp if isinstance(a, jax.Array) else np
+        a = a if xp is jnp else a.astype(np.float64)
+        return ~xp.isfinite(a) | ((a < 0) if allow_zero else (a <= 0))
+
+    return checked(x, name, what, bad, check=check)
+
+
+def checked_range(x: Any, name: str, low: float | None, high: float | None, *, low_open: bool = False,
+                  high_open: bool = False, what: str | None = None, check: bool = True) -> Any:
+    """:func:`checked` for entries in an interval (NaN fails), the message of :func:`check_range`."""
+    what = what or f"values in {_interval(low, high, low_open, high_open)}"
+
+    def bad(a):
+        a = a if isinstance(a, jax.Array) else a.astype(np.float64)
+        out = a != a  # NaN
+        if low is not None:
+            out = out | ((a <= low) if low_open else (a < low))
+        if high is not None:
+            out = out | ((a >= high) if high_open else (a > high))
+        return out
+
+    return checked(x, name, what, bad, check=check)
+
+
+def checked_index(x: Any, name: str, n: int, what: str | None = None, *, check: bool = True) -> Any:
+    """:func:`checked` for integer indices into ``n`` items: every entry in ``[0, n)``.
+
+    An out-of-range index would be clamped silently by a gather; refused here instead, on the host
+    (the first bad entry named) or at run time. ``what`` defaults to ``"indices in [0, n)"``.
+    """
+    return checked(x, name, what or f"indices in [0, {n})", lambda a: (a < 0) | (a >= n), check=check)
+
+
+def checked_scalar(x: Any, name: str, *, positive: bool = False, nonnegative: bool = False,
+                   low: float | None = None, high: float | None = None, finite: bool = True) -> Any:
+    """A real scalar hyperparameter: :func:`check_scalar` when concrete (returned as it came), one
+    :func:`error_if` with the same message when traced (a traced array that is not a real scalar
+    is a TypeError at trace time)."""
+    if is_concrete(x):
+        check_scalar(x, name, positive=positive, nonnegative=nonnegative, low=low, high=high, finite=finite)
+        return x
+    leaves = jax.tree_util.tree_leaves(x)
+    if len(leaves) != 1 or jnp.ndim(leaves[0]) != 0:
+        raise TypeError(expected(name, "a scalar", f"an array of shape {jnp.shape(leaves[0]) if leaves else ()}",
+                                 raw=True))
+    if not (jnp.issubdtype(x.dtype, jnp.floating) or jnp.issubdtype(x.dtype, jnp.integer)):
+        raise TypeError(expected(name, "a real number", f"dtype {x.dtype}", raw=True))
+    what = _scalar_what(positive, nonnegative, low, high, False, False, finite)
+    ok = jnp.isfinite(x) if finite else ~jnp.isnan(x)
+    if positive:
+        ok = ok & (x > 0)
+    if nonnegative:
+        ok = ok & (x >= 0)
+    if low is not None:
+        ok = ok & (x >= low)
+    if high is not None:
+        ok = ok & (x <= high)
+    return error_if(x, ~ok, name, what)

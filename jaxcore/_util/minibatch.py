@@ -96,3 +96,19 @@ def take_local(where: BatchMesh, tree: Any, rows: Any, num_rows: int) -> Any:
     spec = PartitionSpec(where.axis)
     return jax.shard_map(lambda t, i: jax.tree.map(lambda a: a[i], t), mesh=where.mesh, in_specs=(spec, spec),
                          out_specs=spec)(tree, local.astype(jnp.int32))
+
+
+def minibatch_draw(key, num_rows, batch_size: int, *, replace: bool | None = True):
+    """``[batch_size]`` row indices of one step's minibatch, drawn independently of every other step (traceable).
+
+    The other way of drawing minibatches, next to the epoch schedule of :func:`minibatch_schedule`:
+    ``replace=True`` draws i.i.d. uniform rows (``jax.random.randint``; ``num_rows`` may be traced,
+    e.g. the valid rows of padded data); ``replace=False`` distinct rows within the step, and
+    ``replace=None`` distinct rows when the batch fits, i.i.d. rows when ``batch_size > num_rows``
+    (both ``jax.random.choice``, ``num_rows`` static). The index dtype is JAX's default int.
+    """
+    if replace is True:
+        return jax.random.randint(key, (batch_size,), 0, num_rows)
+    if replace is False or replace is None:
+        return jax.random.choice(key, num_rows, (batch_size,), replace=replace is None and batch_size > num_rows)
+    raise TypeError(expected("replace", "True, False or None", type(replace).__name__, raw=True))

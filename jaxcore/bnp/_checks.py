@@ -7,8 +7,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcore._util import as_float_array, check_finite, check_positive, expected, is_concrete
-from jaxcore._util.checks import error_if
+from jaxcore._util import as_float_array, checked_finite, checked_positive, expected
 
 
 def float_arg(x: Any, name: str):
@@ -21,21 +20,12 @@ def float_arg(x: Any, name: str):
 def positive_arg(x: Any, name: str, *, allow_zero: bool = False):
     """A float array whose entries are finite and > 0 (>= 0): checked on the host when concrete,
     at run time (``equinox.error_if``) when traced."""
-    arr = float_arg(x, name)
-    if is_concrete(arr):
-        check_positive(arr, name, allow_zero=allow_zero)
-        return arr
-    ok = jnp.isfinite(arr) & ((arr >= 0) if allow_zero else (arr > 0))
-    return error_if(arr, ~ok, name, "finite values >= 0" if allow_zero else "finite values > 0")
+    return checked_positive(float_arg(x, name), name, allow_zero=allow_zero)
 
 
 def finite_arg(x: Any, name: str):
     """A float array whose entries are finite (host check when concrete, ``error_if`` when traced)."""
-    arr = float_arg(x, name)
-    if is_concrete(arr):
-        check_finite(arr, name)
-        return arr
-    return error_if(arr, ~jnp.isfinite(arr), name, "finite values")
+    return checked_finite(float_arg(x, name), name)
 
 
 def broadcast_args(named: tuple[tuple[str, Any], ...]) -> tuple:

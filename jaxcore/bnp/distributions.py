@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from numpyro.distributions import Distribution, constraints
 from numpyro.distributions.util import promote_shapes
 
-from jaxcore._util import check_key, check_range, error_if, is_concrete
+from jaxcore._util import check_key, checked_range
 
 from ._checks import broadcast_args, finite_arg, positive_arg
 
@@ -65,10 +65,7 @@ def bernoulli_process_logits(log_pi, gamma):
         Array([0.       , 1.386...], dtype=float32)
     """
     log_pi = finite_arg(log_pi, "log_pi")  # ints/bools -> the default float (explicit conversion)
-    if is_concrete(log_pi):
-        check_range(log_pi, "log_pi", None, 0.0)
-    else:
-        log_pi = error_if(log_pi, log_pi > 0, "log_pi", "values <= 0 (a log probability; checked at run time)")
+    log_pi = checked_range(log_pi, "log_pi", None, 0.0)  # a log probability
     gamma = finite_arg(gamma, "gamma")
     broadcast_args((("log_pi", log_pi), ("gamma", gamma)))
     return _bernoulli_process_logits_jit(log_pi, gamma)

@@ -18,8 +18,9 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from jaxcore._util import Progress, check_int, check_key, check_progress, check_scalar, expected, is_concrete
-from jaxcore._util.checks import error_if
+from jaxcore._util import (Progress, check_int, check_key, check_progress, check_scalar, checked_index, checked_scalar,
+                           expected, is_concrete)
+from jaxcore._util.minibatch import minibatch_draw
 
 from .model import AbstractAdaptiveNetwork, _check_batch_values, _check_labels, _check_model, _check_task
 
@@ -173,7 +174,7 @@ def _fit(key, params, prior, x, y, num_valid, task, learning_rate, kl_weight, ad
     def body(state, inp):
         i, k = inp if prog.enabled else (None, inp)
         kb, ks = jax.random.split(k)
-        idx = jax.random.randint(kb, (batch_size,), 0, num_valid)
+        idx = minibatch_draw(kb, num_valid, batch_size)
         out = _svi_step(optimizer, num_samples, kl_weight, adapt, ks, state, prior, x[idx], y[idx], task,
                         num_valid_f)
         prog.update(i, {"loss": out.loss})
@@ -190,15 +191,10 @@ _fit_jit = eqx.filter_jit(_fit)
 
 def _scalar_arg(x, name, *, positive):
     """A float32 scalar > 0 (>= 0): a host check when concrete, ``equinox.error_if`` once when traced."""
-    what = "a finite number > 0" if positive else "a finite number >= 0"
-    if is_concrete(x):
-        if isinstance(x, jax.Array) and x.ndim != 0:
-            raise ValueError(expected(name, "a scalar", f"shape {x.shape}", raw=True))
-        return jnp.asarray(check_scalar(x, name, positive=positive, nonnegative=not positive), jnp.float32)
-    if jnp.ndim(x) != 0:
-        raise ValueError(expected(name, "a scalar", f"shape {jnp.shape(x)}", raw=True))
-    ok = jnp.isfinite(x) & ((x > 0) if positive else (x >= 0))
-    return error_if(x, ~ok, name, what)
+    if isinstance(x, jax.Array) and x.ndim != 0:
+        raise ValueError(expected(name, "a scalar", f"shape {x.shape}", raw=True))
+    x = checked_scalar(x, name, positive=positive, nonnegative=not positive)
+    return jnp.asarray(x, jnp.float32) if is_concrete(x) else x
 
 
 def fit(
@@ -286,8 +282,8 @@ def fit(
     kl_weight = _scalar_arg(kl_weight, "kl_weight", positive=False)
     num_valid = jnp.asarray(num_valid, jnp.int32)
     task = jnp.asarray(task, jnp.int32)
-    if not is_concrete(task):  # checked once here, before the scan (never inside the training loop)
-        task = error_if(task, (task < 0) | (task >= params.num_heads), "task",
-                        f"an int in [0, {params.num_heads - 1}] (a head index)")
+    # a traced task is checked once here, before the scan (never inside the training loop)
+    task = checked_index(task, "task", params.num_heads, f"an int in [0, {params.num_heads - 1}] (a head index)",
+                         check=not is_concrete(task))
     return _fit_jit(key, params, prior, x, y, num_valid, task, learning_rate, kl_weight, adapt, num_steps,
                     batch_size, num_samples, progress)

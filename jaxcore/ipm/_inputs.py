@@ -19,7 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcore._util import default_float, describe, error_if, expected, is_concrete
+from jaxcore._util import (check_float_dtype, checked_positive, default_float, describe, error_if, expected, first_bad,
+                           is_concrete)
 
 _HALF = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
 
@@ -34,12 +35,6 @@ def is_half(dtype: Any) -> bool:
 def weight_tol(dtype: Any) -> float:
     """The tolerance on a row sum of weights stored in ``dtype``: 1e-4, or 4 epsilons of a half dtype."""
     return max(WEIGHT_TOL, 4.0 * float(jnp.finfo(dtype).eps)) if jnp.issubdtype(dtype, jnp.floating) else WEIGHT_TOL
-
-
-def _first_bad(a: np.ndarray, bad: np.ndarray) -> str:
-    idx = tuple(int(i) for i in np.argwhere(bad)[0]) if a.ndim else ()
-    value = a[idx] if a.ndim else a
-    return f"{np.asarray(value).item()!r}" + (f" at index {idx}" if a.ndim else "")
 
 
 def real_array(x: Any, name: str, what: str = "a real array") -> tuple[jax.Array, Any]:
@@ -63,7 +58,7 @@ def real_array(x: Any, name: str, what: str = "a real array") -> tuple[jax.Array
             bad = v.astype(target).astype(np.float64) != v.astype(np.float64)
             if bad.any():
                 raise ValueError(expected(name, f"integers exactly representable in {target.name}",
-                                          _first_bad(v, bad), raw=True))
+                                          first_bad(v, bad), raw=True))
         return jnp.asarray(a).astype(target), target
     if dtype in _HALF:
         return jnp.asarray(a).astype(jnp.float32), dtype
@@ -71,31 +66,16 @@ def real_array(x: Any, name: str, what: str = "a real array") -> tuple[jax.Array
     return jnp.asarray(a).astype(dtype), dtype
 
 
-def check_finite_array(x: jax.Array, name: str, what: str = "finite values") -> jax.Array:
-    """ValueError for a concrete NaN/inf entry; a run-time ``error_if`` for traced values. Returns ``x``."""
-    if is_concrete(x):
-        a = np.asarray(x)
-        bad = ~np.isfinite(a.astype(np.float64))
-        if bad.any():
-            raise ValueError(expected(name, what, _first_bad(a, bad), raw=True))
-        return x
-    return error_if(x, ~jnp.all(jnp.isfinite(x)), name, what)
-
-
 def check_weights(w: jax.Array, name: str, tol: float) -> jax.Array:
     """Weights ``[..., m]``: finite, >= 0, each row summing to one within ``tol``; then normalised explicitly."""
+    w = checked_positive(w, name, allow_zero=True, what="finite non-negative weights")
     if is_concrete(w):
-        a = np.asarray(w).astype(np.float64)
-        bad = ~np.isfinite(a) | (a < 0)
-        if bad.any():
-            raise ValueError(expected(name, "finite non-negative weights", _first_bad(a, bad), raw=True))
-        sums = a.sum(axis=-1)
+        sums = np.asarray(w).astype(np.float64).sum(axis=-1)
         off = np.abs(sums - 1.0) > tol
         if np.any(off):
             raise ValueError(expected(name, f"weights summing to one (within {tol:g})",
                                       f"sum {describe(sums)}", raw=True))
     else:
-        w = error_if(w, ~jnp.all(jnp.isfinite(w) & (w >= 0)), name, "finite non-negative weights")
         w = error_if(w, jnp.any(jnp.abs(jnp.sum(w, axis=-1) - 1.0) > tol), name, f"weights summing to one (within {tol:g})")
     return w / jnp.sum(w, axis=-1, keepdims=True)
 
@@ -111,15 +91,9 @@ def pow2_scale(*arrays: jax.Array) -> jax.Array:
     return jnp.ldexp(jnp.ones_like(m), e)
 
 
-def check_float_dtype(dtype: Any, name: str = "dtype") -> tuple[Any, Any]:
+def float_dtypes(dtype: Any, name: str = "dtype") -> tuple[Any, Any]:
     """``(compute dtype, result dtype)`` for a generator's ``dtype``: float32/float64, half sampled in float32."""
-    try:
-        d = jnp.dtype(dtype)
-    except Exception as exc:  # noqa: BLE001
-        raise TypeError(expected(name, "a floating dtype (float16, bfloat16, float32, float64)", dtype)) from exc
-    if not jnp.issubdtype(d, jnp.floating):
-        raise TypeError(expected(name, "a floating dtype (float16, bfloat16, float32, float64)", f"{d.name}",
-                                 raw=True))
+    d = check_float_dtype(dtype, name, "a floating dtype (float16, bfloat16, float32, float64)")
     if d in _HALF:
         return jnp.dtype(jnp.float32), d
     d = jax.dtypes.canonicalize_dtype(d)

@@ -41,7 +41,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from jaxcore._util import check_int, check_key, check_scalar, error_if, expected, is_concrete
 
-from ._inputs import check_float_dtype
+from ._inputs import float_dtypes
 
 from .samples import HierarchicalSample
 
@@ -175,7 +175,7 @@ def _check_dirichlet_process_args(
                                  type(base).__name__, raw=True))
     num_measures = check_int(num_measures, "num_measures", minimum=1)
     num_atoms = check_int(num_atoms, "num_atoms", minimum=1)
-    dtype, out_dtype = check_float_dtype(dtype)
+    dtype, out_dtype = float_dtypes(dtype)
     if isinstance(alpha, jax.core.Tracer):
         if alpha.ndim != 0 or not jnp.issubdtype(alpha.dtype, jnp.floating):
             raise TypeError(expected("alpha", "a scalar float", alpha))
@@ -450,7 +450,7 @@ def hierarchical_gaussian(
     mean_scale = check_scalar(mean_scale, "mean_scale", nonnegative=True)
     scale = check_scalar(scale, "scale", positive=True)
     log_scale_sd = check_scalar(log_scale_sd, "log_scale_sd", nonnegative=True)
-    dtype, out_dtype = check_float_dtype(dtype)
+    dtype, out_dtype = float_dtypes(dtype)
     params = jnp.asarray([mean, mean_scale, scale, log_scale_sd], dtype)
     return _cast(_draw(lambda n: _gaussian_jit(key, params, n, num_atoms, dim, dtype), num_measures, key),
                  out_dtype)

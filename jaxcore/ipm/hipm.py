@@ -36,9 +36,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_int, check_key, check_scalar, expected
+from jaxcore._util import check_int, check_key, check_scalar, checked_finite, expected
 
-from ._inputs import check_finite_array, real_array
+from ._inputs import real_array
 from ._sorting import sort_last
 from .samples import HierarchicalSample, check_interval, hierarchical_sample
 
@@ -114,8 +114,8 @@ def w1_empirical(u: Float[Array, "*batch n1"], v: Float[Array, "*batch n2"]) -> 
         raise ValueError(expected("u, v", "the same leading (batch) axes",
                                   f"shapes {tuple(u.shape)} and {tuple(v.shape)}", raw=True))
     dtype = jnp.result_type(u.dtype, v.dtype)
-    u = check_finite_array(u.astype(dtype), "u", "finite values")
-    v = check_finite_array(v.astype(dtype), "v", "finite values")
+    u = checked_finite(u.astype(dtype), "u", "finite values")
+    v = checked_finite(v.astype(dtype), "v", "finite values")
     return _w1_jit(u, v).astype(jnp.result_type(u_out, v_out))
 
 
@@ -237,9 +237,9 @@ def hipm_objective(
                                   f"{tuple(slopes.shape)}, {tuple(features1.shape)}, {tuple(features2.shape)}",
                                   raw=True))
     dtype = jnp.result_type(slopes.dtype, features1.dtype, features2.dtype)
-    slopes = check_finite_array(slopes.astype(dtype), "slopes")
-    features1 = check_finite_array(features1.astype(dtype), "features1")
-    features2 = check_finite_array(features2.astype(dtype), "features2")
+    slopes = checked_finite(slopes.astype(dtype), "slopes")
+    features1 = checked_finite(features1.astype(dtype), "features1")
+    features2 = checked_finite(features2.astype(dtype), "features2")
     return _objective_jit(slopes, features1, features2).astype(jnp.result_type(s_out, f1_out, f2_out))
 
 
@@ -399,7 +399,7 @@ def dlip(
             key = check_key(key)
     else:
         starts, _ = real_array(starts, "starts", "starting slopes [K, M]")
-        starts = check_finite_array(starts.astype(dtype), "starts", "finite starting slopes")
+        starts = checked_finite(starts.astype(dtype), "starts", "finite starting slopes")
         if starts.ndim != 2 or starts.shape[1] != num_grid or starts.shape[0] < 1:
             raise ValueError(expected("starts", f"shape [K, num_grid] = [K, {num_grid}] with K >= 1",
                                       f"shape {tuple(starts.shape)}", raw=True))

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxcore._util import check_int, error_if, expected, is_concrete
+from jaxcore._util import check_float_dtype, check_int, error_if, expected, is_concrete
 
 from ._inputs import WEIGHT_TOL, is_half, real_array, weight_tol
 
@@ -365,12 +365,7 @@ def from_groups(
     except (TypeError, ValueError) as exc:
         raise TypeError(expected("values", "real observations [N] or [N, d]", type(values).__name__,
                                  raw=True)) from exc
-    try:
-        fdtype = np.dtype(dtype)
-    except TypeError as exc:
-        raise TypeError(expected("dtype", "a floating dtype", dtype)) from exc
-    if fdtype.kind != "f" and fdtype.name != "bfloat16":
-        raise TypeError(expected("dtype", "a floating dtype", fdtype.name, raw=True))
+    fdtype = check_float_dtype(dtype, "dtype", "a floating dtype")
     groups = np.asarray(groups)
     if values.ndim not in (1, 2) or groups.ndim != 1 or values.shape[0] != groups.shape[0]:
         raise ValueError(expected("values, groups", "values [N] or [N, d] and groups [N] of the same length N",

@@ -30,9 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxcore._util import check_choice, check_int, check_scalar, expected
+from jaxcore._util import check_choice, check_int, check_scalar, checked_finite, expected
 
-from ._inputs import check_finite_array, check_weights, pow2_scale, real_array, weight_tol
+from ._inputs import check_weights, pow2_scale, real_array, weight_tol
 from ._sorting import argsort_last, sort_last
 from .samples import HierarchicalSample, hierarchical_sample
 
@@ -148,8 +148,8 @@ def wasserstein_1d(
                                   f"shapes {tuple(x.shape)} and {tuple(y.shape)}", raw=True))
     dtype = jnp.result_type(x.dtype, y.dtype)
     out_dtype = jnp.result_type(x_out, y_out)
-    x = check_finite_array(x.astype(dtype), "x", "finite atoms")
-    y = check_finite_array(y.astype(dtype), "y", "finite atoms")
+    x = checked_finite(x.astype(dtype), "x", "finite atoms")
+    y = checked_finite(y.astype(dtype), "y", "finite atoms")
     uniform = x_weights is None and y_weights is None and x.shape == y.shape
     weights = []
     for w, atoms, nm, orig in ((x_weights, x, "x_weights", x_out), (y_weights, y, "y_weights", y_out)):
@@ -444,7 +444,7 @@ def outer_ot_cost(
     cost, out_dtype = real_array(cost, "cost", "a cost matrix")
     if cost.ndim != 2 or cost.shape[0] < 1 or cost.shape[1] < 1:
         raise ValueError(expected("cost", "a non-empty [n1, n2] matrix", f"shape {tuple(cost.shape)}", raw=True))
-    cost = check_finite_array(cost, "cost", "finite costs")
+    cost = checked_finite(cost, "cost", "finite costs")
     outer, epsilon, max_iterations = _check_outer(outer, epsilon, max_iterations)
     return _outer_jit(cost, outer, epsilon, max_iterations).astype(out_dtype)
 

@@ -46,8 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from jaxcore._util import (check_auto_mesh, check_bool, check_int, check_key, check_scalar, default_float, error_if, expected,
-                           is_concrete)
+from jaxcore._util import (check_auto_mesh, check_bool, check_float_dtype, check_int, check_key, check_scalar,
+                           checked_index, default_float, expected, is_concrete)
 
 __all__ = [
     "CombinationLock",
@@ -204,12 +204,7 @@ def make_lock(
     anti_reward = check_scalar(anti_reward, "anti_reward", low=0.0, high=1.0, high_open=True)
     anti_prob = check_scalar(anti_prob, "anti_prob", low=0.0, high=1.0)
     tabular = check_bool(tabular, "tabular")
-    try:
-        dtype = jnp.dtype(dtype) if dtype is not None else default_float()
-    except TypeError as exc:
-        raise TypeError(expected("dtype", "a float dtype", repr(dtype), raw=True)) from exc
-    if not jnp.issubdtype(dtype, jnp.floating):
-        raise TypeError(expected("dtype", "a float dtype", str(dtype), raw=True))
+    dtype = check_float_dtype(dtype) if dtype is not None else default_float()
     with np.errstate(over="ignore"):
         cast = np.asarray(noise, dtype)
     if not np.isfinite(cast):  # finite as a Python float, inf in float32 (1e39)
@@ -400,11 +395,8 @@ def step(
     if a.ndim != 0:
         raise ValueError(expected("action", "a scalar action", f"shape {a.shape}", raw=True))
     what = f"an action in [0, {lock.num_actions})"
-    if is_concrete(action):
-        if not 0 <= int(action) < lock.num_actions:
-            raise ValueError(expected("action", what, int(action)))
-    elif check_bool(check_action, "check_action"):
-        a = error_if(a, (a < 0) | (a >= lock.num_actions), "action", what)
+    a = checked_index(a, "action", lock.num_actions, what,
+                      check=is_concrete(action) or check_bool(check_action, "check_action"))
     k_t, k_o = jax.random.split(key)
     nxt, reward, success = _transition(k_t, state, a.astype(jnp.int32), lock)
     obs = observe(k_o, nxt, lock)
