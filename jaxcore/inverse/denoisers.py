@@ -38,12 +38,10 @@ from jaxcore._util import (
     check_choice,
     check_int,
     check_key,
-    check_nonnegative,
     check_scalar,
-    error_if,
+    checked_positive,
     expected,
     is_concrete,
-    is_trusted,
 )
 
 from ._checks import as_array, compute_dtype
@@ -88,13 +86,7 @@ def _check_sigma(sigma, name: str = "sigma"):
         sigma = as_array(sigma, name, integers=True, finite=False)
     if not jnp.issubdtype(sigma.dtype, jnp.floating) and not jnp.issubdtype(sigma.dtype, jnp.integer):
         raise TypeError(expected(name, "a real number or array", f"dtype {sigma.dtype}", raw=True))
-    if is_concrete(sigma):
-        check_nonnegative(sigma, name)
-        return sigma
-    if is_trusted(sigma):
-        return sigma
-    return error_if(sigma, jnp.any(~jnp.isfinite(sigma) | (sigma < 0)), name,
-                    "finite values >= 0 (a noise standard deviation)")
+    return checked_positive(sigma, name, allow_zero=True)
 
 
 def _sigma_for_batch(sigma, batch_shape: tuple[int, ...], dtype) -> Array:

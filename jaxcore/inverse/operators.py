@@ -34,14 +34,14 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from jaxcore._util import (
     check_bool,
     check_finite,
+    check_float_dtype,
     check_int,
     check_key,
-    check_positive,
     check_scalar,
-    error_if,
+    checked_positive,
+    checked_range,
     expected,
     is_concrete,
-    is_trusted,
 )
 
 from ._checks import as_array, compute_dtype
@@ -71,13 +71,7 @@ def _check_nonnegative(value, name: str, *, positive: bool = False):
         value = as_array(value, name, integers=True, finite=False)
     elif not (jnp.issubdtype(value.dtype, jnp.floating) or jnp.issubdtype(value.dtype, jnp.integer)):
         raise TypeError(expected(name, "a real number or array", f"dtype {value.dtype}", raw=True))
-    if is_concrete(value):
-        check_positive(value, name, allow_zero=not positive)
-        return value
-    if is_trusted(value):
-        return value
-    bad = jnp.any(~jnp.isfinite(value) | ((value <= 0) if positive else (value < 0)))
-    return error_if(value, bad, name, "finite values > 0" if positive else "finite values >= 0")
+    return checked_positive(value, name, allow_zero=not positive)
 
 
 def _check_sigma_y(value):
@@ -530,13 +524,7 @@ def _random_mask(key, missing, *, shape, channels):
 
 
 def _check_unit_range(x, name: str):
-    if is_concrete(x):
-        v = np.asarray(x)
-        if v.size and not (v.min() >= 0 and v.max() <= 1):
-            raise ValueError(expected(name, "values in [0, 1] (or clip=True)",
-                                      f"values in [{v.min():.4g}, {v.max():.4g}]", raw=True))
-        return x
-    return error_if(x, jnp.any(~((x >= 0) & (x <= 1))), name, "values in [0, 1] (or clip=True)")
+    return checked_range(x, name, 0.0, 1.0, what="values in [0, 1] (or clip=True)")
 
 
 def _normal(key, shape, dtype=jnp.float32) -> Array:
@@ -582,17 +570,7 @@ def standard_normal(key: PRNGKeyArray, shape: tuple[int, ...], dtype=jnp.float32
     except TypeError:
         raise TypeError(expected("shape", "a tuple of ints", shape)) from None
     shape = tuple(check_int(s, "shape", minimum=0) for s in parts)
-    return _standard_normal(key, shape=shape, dtype=_check_float_dtype(dtype))
-
-
-def _check_float_dtype(dtype, name: str = "dtype") -> jnp.dtype:
-    try:
-        d = jnp.dtype(dtype)
-    except TypeError:
-        raise TypeError(expected(name, "a float dtype", dtype)) from None
-    if not jnp.issubdtype(d, jnp.floating):
-        raise TypeError(expected(name, "a float dtype", str(d)))
-    return d
+    return _standard_normal(key, shape=shape, dtype=check_float_dtype(dtype))
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "dtype"))

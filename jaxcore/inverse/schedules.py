@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from jaxcore._util import check_choice, check_int, check_scalar, error_if, expected, is_concrete
+from jaxcore._util import check_choice, check_float_dtype, check_int, check_scalar, error_if, expected, is_concrete
 
 from ._checks import as_array
 
@@ -85,13 +85,7 @@ def _check_dtype(dtype) -> jnp.dtype:
     """``dtype`` (None: the default float) checked to be a float dtype."""
     if dtype is None:
         return jnp.dtype(jnp.result_type(float))
-    try:
-        d = jnp.dtype(dtype)
-    except TypeError:
-        raise TypeError(expected("dtype", "a float dtype", dtype)) from None
-    if not jnp.issubdtype(d, jnp.floating):
-        raise TypeError(expected("dtype", "a float dtype", str(d)))
-    return d
+    return check_float_dtype(dtype)
 
 
 def _check_survives_cast(v, name: str, dtype) -> None:
