@@ -147,3 +147,55 @@ def test_config_defaults_are_the_benchmarked_budget():
     assert (cfg.num_steps, cfg.batch_size, cfg.num_samples, cfg.learning_rate, cfg.kl_weight, cfg.ewc_lambda) == (
         params["num_steps"], params["batch_size"], params["num_samples"], params["learning_rate"],
         params["kl_weight"], params["ewc_lambda"])
+
+
+def _cnn_eval_case(seed=0):
+    """A small AdaptiveCNN (two heads, random weights, masks with one channel off) and two tasks of 6x6
+    images, padded to 13 test images with 13 and 9 valid (the padding's labels are garbage on purpose)."""
+    from jaxcore.bnp.networks import AdaptiveCNN
+
+    rng = np.random.default_rng(seed)
+    model = AdaptiveCNN(1, 4, 2, 2, 3, key=jax.random.key(seed), init_scale=0.5)
+    model = eqx.tree_at(lambda m: m.w_head.loc, model, jnp.asarray(rng.normal(size=model.w_head.loc.shape),
+                                                                   jnp.float32))
+    masks = np.ones((2,) + model.mask_shape(), bool)
+    masks[1, 0, 1] = False
+    x = rng.normal(size=(2, 13, 36)).astype(np.float32)
+    y = rng.integers(0, 3, size=(2, 13)).astype(np.int32)
+    n = np.array([13, 9], np.int32)
+    y[1, 9:] = 7  # padding rows: never counted
+    return model, jnp.asarray(masks), (None, None, None, jnp.asarray(x), jnp.asarray(y), jnp.asarray(n))
+
+
+def test_chunked_evaluation_equals_unchunked_cnn():
+    """The evaluation runs the test images in blocks (memory); its accuracies equal one pass over all images
+    (predict_logits on the valid rows, argmax counted with NumPy) for every block size, ragged ones included."""
+    from jaxcore.bnp.continual import _evaluate
+
+    model, masks, data = _cnn_eval_case()
+    x, y, n = (np.asarray(a) for a in data[3:])
+    ref = []
+    for j in range(2):
+        logits = np.asarray(model.predict_logits(masks[j], x[j, :n[j]], j))
+        ref.append(np.sum(np.argmax(logits, -1) == y[j, :n[j]]) / n[j])
+    assert 0 < min(ref) and max(ref) < 1  # a non-trivial case
+    predict = lambda p, m, xb, h: p.predict_logits(m, xb, h)  # noqa: E731
+    for chunk in (1, 4, 5, 13, 64):
+        got = jax.jit(lambda p, m, d, c=chunk: _evaluate(predict, d, m, p, 2, 2, c))(model, masks, data)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(ref, np.float32), err_msg=f"chunk {chunk}")
+
+
+@pytest.mark.slow  # four small training programs compiled: ~20 CPU-seconds
+def test_eval_batch_size_does_not_change_run_continual():
+    """run_continual's accuracy matrix is the same with test blocks of 3 images as with one block of all."""
+    tasks = planted_two_task_problem(n=40, d=4)
+    model = eqx.filter_eval_shape(lambda k: AdaptiveMLP(4, 6, 2, 2, 2, key=k), jax.random.key(0))
+    keys = jax.random.split(jax.random.key(3), 2)
+    out = {}
+    for b in (3, 1000):
+        cfg = ContinualConfig(num_steps=5, batch_size=8, num_samples=1, num_fisher_samples=8, eval_batch_size=b)
+        out[b] = {m: np.asarray(run_continual(keys, m, model, tasks, cfg).accuracy) for m in ("adaptive", "finetune")}
+    for m in ("adaptive", "finetune"):
+        np.testing.assert_array_equal(out[3][m], out[1000][m], err_msg=m)
+    with pytest.raises(ValueError, match=r"^config.eval_batch_size: expected"):
+        ContinualConfig(eval_batch_size=0)
