@@ -40,6 +40,7 @@ from jaxcore._util import (
     check_scalar,
     expected,
 )
+from jaxcore._util.minibatch import minibatch_draw
 
 from .assignment import solve_assignment
 from .knn import knn_graph
@@ -94,7 +95,7 @@ def _train_chunk(params, teacher, static, opt_state, x, y, nbrs, assignment, key
         p, tp, s, cost = carry
         t, k = inp
         ki, kn = jax.random.split(k)
-        idx = jax.random.randint(ki, (batch_size,), 0, n)
+        idx = minibatch_draw(ki, n, batch_size)
         nb = nbrs[idx, jax.random.randint(kn, (batch_size,), 0, k_nbr)]
         xb, yb = x[idx], y[idx]
         tmodel = eqx.combine(tp, static)
@@ -379,7 +380,7 @@ def _fit_coarse(params, static, x, y, key, lr, num_steps, batch_size):
 
     def step(carry, k):
         p, s = carry
-        idx = jax.random.randint(k, (batch_size,), 0, x.shape[0])
+        idx = minibatch_draw(k, x.shape[0], batch_size)
 
         def loss(pp):
             logits = jax.vmap(eqx.combine(pp, static))(x[idx])

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcore._util import check_key, check_scalar, error_if, expected, is_concrete
+from jaxcore._util import check_key, check_scalar, checked_scalar, error_if, expected, is_concrete
 
 PyTree = Any
 
@@ -56,33 +56,17 @@ def _check_finite_tree(tree: PyTree, name: str) -> None:
             raise ValueError(expected(f"{name}{jax.tree_util.keystr(path)}", "finite values", "NaN or inf", raw=True))
 
 
-_WHAT = {"nonneg": "a finite number >= 0", "finite": "a finite number", "unit": "a number in [0, 1]"}
+_BOUNDS = {"nonneg": {"nonnegative": True}, "finite": {}, "unit": {"low": 0.0, "high": 1.0}}
 
 
 def _checked_value(x: Any, name: str, kind: str = "nonneg") -> Any:
-    """Check a scalar hyperparameter: on the host when concrete, with ``error_if`` when traced.
+    """Check a scalar hyperparameter (``kind``: "nonneg", "finite" or "unit"), on the host when concrete,
+    with ``error_if`` when traced (:func:`jaxcore._util.checked_scalar`).
 
     Returns the value to use (a traced value threaded through its run-time check). Called by the
     public entry points only, before their compiled program, never inside a loop body.
     """
-    if is_concrete(x):
-        if kind == "nonneg":
-            check_scalar(x, name, nonnegative=True)
-        elif kind == "unit":
-            check_scalar(x, name, low=0.0, high=1.0)
-        else:
-            check_scalar(x, name)
-        return x
-    if jnp.ndim(x) != 0:
-        raise TypeError(expected(name, "a scalar", f"an array of shape {jnp.shape(x)}", raw=True))
-    if not jnp.issubdtype(x.dtype, jnp.floating) and not jnp.issubdtype(x.dtype, jnp.integer):
-        raise TypeError(expected(name, "a real number", f"dtype {x.dtype}", raw=True))
-    ok = jnp.isfinite(x)
-    if kind == "nonneg":
-        ok = ok & (x >= 0)
-    elif kind == "unit":
-        ok = (x >= 0) & (x <= 1)
-    return error_if(x, ~ok, name, f"{_WHAT[kind]} (checked at run time), got a value outside")
+    return checked_scalar(x, name, **_BOUNDS[kind])
 
 
 def _same_structure(a: PyTree, b: PyTree, name_a: str, name_b: str) -> None:

@@ -8,11 +8,10 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import Progress, check_progress, error_if, expected, is_concrete
+from jaxcore._util import Progress, check_progress, checked_index, expected
 
 from ._checks import _batch_size, _check_tree, _checked_fields
 from ._loss import LossFn, _checked_loss_fn, _logits_of
@@ -142,16 +141,7 @@ def train(
     if indices.shape[0] < 1:
         raise ValueError(expected("indices", "at least one step", f"shape {tuple(indices.shape)}", raw=True))
     # Out-of-range rows would be clamped silently by the gather: refused (host, or once before the loop).
-    if is_concrete(indices):
-        a = np.asarray(indices)
-        bad = (a < 0) | (a >= n)
-        if bad.any():
-            i = tuple(int(j) for j in np.argwhere(bad)[0])
-            raise ValueError(expected("indices", f"example indices in [0, {n}) (the rows of data)",
-                                      f"{int(a[i])} at index {i}", raw=True))
-    else:
-        indices = error_if(indices, jnp.any((indices < 0) | (indices >= n)), "indices",
-                           f"example indices in [0, {n}) (checked at run time), got one outside")
+    indices = checked_index(indices, "indices", n, f"example indices in [0, {n}) (the rows of data)")
     batch_spec = jax.tree.map(lambda x: jax.ShapeDtypeStruct((indices.shape[1],) + x.shape[1:], x.dtype), data)
     k = _validate_step(loss_fn, batch_spec, key, optimizer, perturbation, perturbation_loss, num_micro_batches,
                        None, False)
