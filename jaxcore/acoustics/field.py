@@ -47,6 +47,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from jaxcore._util import Progress, as_float_array, check_finite, check_int, check_key, check_progress, \
     check_scalar, check_shape, expected
+from jaxcore._util.minibatch import minibatch_draw
 
 from .signals import DEFAULT_RESOLUTIONS, _convolve, _stft
 
@@ -325,7 +326,7 @@ def _train(key, field, s, r, y, probe, num_steps, batch_size, learning_rate, wav
     def step(carry, inp):
         (p, nz), st = carry
         t, k = inp
-        idx = jax.random.choice(k, n, (batch_size,), replace=batch_size > n)
+        idx = minibatch_draw(k, n, batch_size, replace=None)
 
         def objective(pn):
             pp, nzz = pn

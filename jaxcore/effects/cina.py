@@ -53,6 +53,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from jaxcore._util import Progress, check_choice, check_int, check_key, check_positive, check_progress, \
     check_shape, expected
+from jaxcore._util.minibatch import minibatch_draw
 
 from .data import EffectData, check_data
 from .estimators import check_estimand
@@ -514,7 +515,7 @@ def _multi_fit(key, model, data, num_steps, batch_size, learning_rate, progress)
     def step(carry, inp):
         p, s = carry
         t, k = inp
-        idx = jax.random.choice(k, data.num_datasets, (batch_size,), replace=batch_size > data.num_datasets)
+        idx = minibatch_draw(k, data.num_datasets, batch_size, replace=None)
         val, g = eqx.filter_value_and_grad(
             lambda pp: _multi_loss(eqx.combine(pp, static), data.x[idx], data.treatment[idx], data.mask[idx]))(p)
         upd, s = opt.update(g, s, p)

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxcore._util import check_bool, check_choice, check_finite, check_int, check_key, check_scalar, expected, \
+from jaxcore._util import check_choice, check_finite, check_int, check_key, check_scalar, expected, \
     is_concrete
 
 from .data import OfflineData
@@ -264,10 +264,6 @@ def check_budget(budget, num_samples: int):
         raise TypeError(expected("budget", "an integer scalar", f"{b.dtype} array of shape {b.shape}", raw=True))
     check_int(int(b), "budget", minimum=1, maximum=num_samples)
     return b.astype(jnp.int32)
-
-
-def check_bool_arg(x, name):
-    return check_bool(x, name)
 
 
 def unbatch(result, batched: bool):

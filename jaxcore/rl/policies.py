@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from jaxcore._util import check_bool, check_choice, check_finite, check_int, check_key, check_scalar, error_if, expected, \
-    is_concrete
+from jaxcore._util import check_bool, check_choice, check_finite, check_int, check_key, check_scalar, checked_index, \
+    expected, is_concrete
 
 from .lock import CombinationLock, LockState, _advance, _clean, _emit, _noise, reset
 
@@ -175,8 +175,8 @@ def policy_logits(policy: Policy, level: Int[Array, ""], obs: Float[Array, "*bat
     if is_concrete(level):  # a[h] would clamp an out-of-range level to the last one
         check_int(level, "level", minimum=0, maximum=policy.horizon - 1)
     elif check_bool(check_level, "check_level"):
-        level = error_if(level, (level < 0) | (level >= policy.horizon), "level",
-                         f"an int in [0, {policy.horizon - 1}] (checked at run time)")
+        level = checked_index(level, "level", policy.horizon,
+                              f"an int in [0, {policy.horizon - 1}] (checked at run time)")
     d_in = policy.weight.shape[2] if policy.hidden_weight is None else policy.hidden_weight.shape[2]
     if jnp.ndim(obs) < 1 or jnp.shape(obs)[-1] != d_in:
         raise ValueError(expected("obs", f"observations [..., {d_in}]", f"shape {tuple(jnp.shape(obs))}", raw=True))
