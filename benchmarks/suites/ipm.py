@@ -54,13 +54,12 @@ from jaxcore.datasets import load_hsb82
 from jaxcore.ipm import (
     HierarchicalSample,
     dirichlet_process_approximation_bounds,
-    dirichlet_process_finite,
+    dirichlet_process_approximation_error,
     dirichlet_process_stick_breaking,
     dirichlet_process_urn,
     dlip,
     from_groups,
     lower_bound,
-    pad_atoms,
     permutation_test,
     uniform_base,
     uniform_mixture_base,
@@ -359,29 +358,15 @@ def _run_dp(ctx):
     p = ctx.params
     n, n_ref, num_grid = int(p["n"]), int(p["n_ref"]), int(p["num_grid"])
     base = uniform_base()
-    gens = {"urn": dirichlet_process_urn, "finite": dirichlet_process_finite,
-            "stick_breaking": dirichlet_process_stick_breaking}
-
-    def dist(s1, s2):
-        return float(dlip(s1, s2, interval=(0.0, 1.0), num_grid=num_grid, num_starts=int(p["num_starts"]),
-                          max_steps=int(p["max_steps"])).value)
-
-    def ref(key, alpha):
-        return dirichlet_process_stick_breaking(key, base, alpha, n, n_ref)
-
-    def padded(s):
-        # zero-weight padding to n_ref atoms: one compiled d_lip serves every N
-        return pad_atoms(s, n_ref)
+    gens = ("urn", "finite", "stick_breaking")
 
     def sweep(alpha, N, key):
         # mean over reps independent draws (same compiled shapes, so cheap in compile time)
-        outs, floors = [], []
-        for k in jax.random.split(key, int(p["reps"])):
-            k_ref, k_app, k_ref2 = jax.random.split(k, 3)
-            r = ref(k_ref, alpha)
-            outs.append({name: dist(padded(g(k_app, base, alpha, n, N)), r) for name, g in gens.items()})
-            floors.append(dist(ref(k_ref2, alpha), r))
-        return {name: float(np.mean([o[name] for o in outs])) for name in gens}, float(np.mean(floors))
+        err = dirichlet_process_approximation_error(
+            key, base, alpha, n, N, interval=(0.0, 1.0), num_reference_atoms=n_ref, num_reps=int(p["reps"]),
+            num_grid=num_grid, num_starts=int(p["num_starts"]), max_steps=int(p["max_steps"]))
+        return ({name: float(np.mean(np.asarray(getattr(err, name), np.float64))) for name in gens},
+                float(np.mean(np.asarray(err.noise_floor, np.float64))))
 
     rows_n, rows_a, metrics = [], [], {}
     res_n = {name: [] for name in gens}

@@ -54,18 +54,27 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.registry import (
-    Reproduction, register_reproduction,
     Baseline,
     Case,
     QualityBenchmark,
     QualityResult,
+    Reproduction,
     SpeedBenchmark,
     Table,
     register,
+    register_reproduction,
 )
 from jaxcore import lm
 from jaxcore.datasets import english_prose
-from jaxcore.watermark import KGW, DiPmark, detect, permutation_bias, secret_words, substitution_attack
+from jaxcore.watermark import (
+    KGW,
+    DiPmark,
+    detect,
+    detection_rates,
+    permutation_bias,
+    secret_words,
+    substitution_attack,
+)
 
 FAMILY = "watermark"
 V_SMOLLM2 = 49152
@@ -401,8 +410,6 @@ def _quality_run(ctx):
         out = lm.generate(gen_key, model, prompt, pmask, max_new_tokens=new, processor=plain if wm is None else wm)
         gens[name] = out
     full_mask = lambda out: jnp.concatenate([pmask, out.mask], axis=1)  # noqa: E731
-    scored_of = lambda out, n: jnp.concatenate(  # noqa: E731
-        [jnp.zeros_like(pmask), out.mask & (jnp.arange(new)[None] < n)], axis=1)
 
     # perplexity of the generations under the base model
     ppl = {}
@@ -436,18 +443,18 @@ def _quality_run(ctx):
 
     # detection vs length (exact binomial test at level 1%; detection over the generated tokens only)
     lengths = [n for n in p["lengths"] if n <= new]
+    gen_only = jnp.concatenate([jnp.zeros_like(pmask), jnp.ones_like(pmask[:, :1]).repeat(new, 1)], axis=1)
+    null = gens["no watermark"]
+    null_tokens = jnp.concatenate([prompt, null.tokens], axis=1)
     det_rows, curves = [], {}
     for name, out in gens.items():
         wm = detector_of[name]
         if wm is None:
             continue
-        rates = []
         tokens = jnp.concatenate([prompt, out.tokens], axis=1)
-        null_tokens = jnp.concatenate([prompt, gens["no watermark"].tokens], axis=1)
-        for n in lengths:
-            r = detect(wm, tokens, full_mask(out), scored=scored_of(out, n))
-            r0 = detect(wm, null_tokens, full_mask(gens["no watermark"]), scored=scored_of(gens["no watermark"], n))
-            rates.append((float(np.mean(np.asarray(r.p_value) < 0.01)), float(np.mean(np.asarray(r0.p_value) < 0.01))))
+        tpr = detection_rates(wm, tokens, full_mask(out), lengths=lengths, scored=gen_only, level=0.01).rate
+        fpr = detection_rates(wm, null_tokens, full_mask(null), lengths=lengths, scored=gen_only, level=0.01).rate
+        rates = [(float(a), float(b)) for a, b in zip(np.asarray(tpr), np.asarray(fpr))]
         curves[name] = [a for a, _ in rates]
         det_rows.append([name] + [f"{a:.2f} (FPR {b:.2f})" for a, b in rates])
         metrics[f"watermark.smollm2.tpr.{name.replace(' ', '_')}"] = rates[-1][0]
@@ -465,13 +472,13 @@ def _quality_run(ctx):
         if wm is None:
             continue
         tokens = jnp.concatenate([prompt, out.tokens], axis=1)
-        sc = scored_of(out, new)
+        sc = full_mask(out) & gen_only
         cells = []
         for i, eps in enumerate(eps_list):
             att = substitution_attack(jax.random.fold_in(ctx.key, 100 + i), tokens, full_mask(out), eps, v, scored=sc)
-            r = detect(wm, att, full_mask(out), scored=sc)
-            rate = float(np.mean(np.asarray(r.p_value) < 0.01))
-            cells.append(f"{rate:.2f} (z {np.median(np.asarray(r.z_score)):.1f})")
+            r = detection_rates(wm, att, full_mask(out), lengths=[new], scored=gen_only, level=0.01)
+            rate = float(r.rate[0])
+            cells.append(f"{rate:.2f} (z {np.median(np.asarray(r.z_score[0])):.1f})")
             metrics[f"watermark.smollm2.robust.{name.replace(' ', '_')}.eps_{eps}"] = rate
         rob_rows.append([name] + cells)
     t_rob = Table(title=f"Detection rate at 1% under random substitution ({new} tokens), median z",

@@ -4,6 +4,8 @@ A hierarchical sample is n random probability measures, each given by m weighted
 (:class:`HierarchicalSample`); :func:`dlip` (the hierarchical IPM), :func:`wow`
 (Wasserstein over Wasserstein) and :func:`lower_bound` (W1 between the laws of the means)
 compare two of them, and :func:`permutation_test` tests whether they come from one law.
+:func:`dirichlet_process_approximation_error` measures how far the N-atom approximations of a
+Dirichlet process are from it (the paper's Section 6), beside the estimator's noise floor.
 Conventions: the interval containing the atoms is always ``interval=(a, b)``; d_lip's grid
 is ``num_grid`` cells (default 250 everywhere); random functions take ``key`` first.
 
@@ -31,6 +33,7 @@ References:
     ICML 2024.
 """
 
+from .approximation import ApproximationError, dirichlet_process_approximation_error
 from .generators import (
     BaseSampler,
     dirichlet_process_approximation_bounds,
@@ -47,12 +50,14 @@ from .two_sample import TwoSampleResult, permutation_test, pool
 from .wasserstein import WoWResult, inner_cost_matrix, outer_ot_cost, wasserstein_1d, wow
 
 __all__ = [
+    "ApproximationError",
     "BaseSampler",
     "DLipResult",
     "HierarchicalSample",
     "TwoSampleResult",
     "WoWResult",
     "dirichlet_process_approximation_bounds",
+    "dirichlet_process_approximation_error",
     "dirichlet_process_finite",
     "dirichlet_process_stick_breaking",
     "dirichlet_process_urn",

@@ -16,7 +16,8 @@ True
 
 With a model: ``jaxcore.lm.generate(key, model, prompt, prompt_mask, max_new_tokens=64,
 processor=wm)``, then ``detect(wm, result.tokens)``; ``substitution_attack`` is the paper's
-robustness attack and :func:`permutation_bias` measures how far the Feistel permutations are from
+robustness attack, :func:`detection_rates` the detection-versus-length curve
+(with the false-positive rate on unwatermarked texts), and :func:`permutation_bias` measures how far the Feistel permutations are from
 uniform ones in the reweighted distribution.
 
 References:
@@ -30,6 +31,7 @@ from .attacks import substitution_attack
 from .bias import BiasResult, permutation_bias
 from .context import context_hash, context_windows, secret_words
 from .detection import DetectionResult, binomial_sf, detect, green_mask
+from .evaluation import DetectionRates, detection_rates
 from .permutation import PERMUTATION_METHODS, token_positions, vocab_positions
 from .processors import KGW, DiPmark, WatermarkState
 from .reweight import dip_reweight, kgw_reweight
@@ -38,6 +40,7 @@ __all__ = [
     "KGW",
     "BiasResult",
     "PERMUTATION_METHODS",
+    "DetectionRates",
     "DetectionResult",
     "DiPmark",
     "WatermarkState",
@@ -45,6 +48,7 @@ __all__ = [
     "context_hash",
     "context_windows",
     "detect",
+    "detection_rates",
     "dip_reweight",
     "green_mask",
     "kgw_reweight",
