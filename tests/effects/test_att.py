@@ -109,12 +109,12 @@ def test_fit_cina_att_reaches_att_balancing():
 
 def test_effective_sample_size_closed_forms():
     d = effect_data(np.zeros((6, 1)), [1, 1, 0, 0, 0, 0])
-    ess = effective_sample_size(jnp.array([[2.0, 2.0, 1.0, 1.0, 1.0, 1.0]]), d)
+    ess = effective_sample_size(d, jnp.array([[2.0, 2.0, 1.0, 1.0, 1.0, 1.0]]))
     np.testing.assert_allclose(np.asarray(ess), [[4.0, 2.0]], rtol=1e-6)  # equal weights: the arm sizes
-    ess = effective_sample_size(jnp.array([[1.0, 0.0, 0.0, 0.0, 0.0, 3.0]]), d)
+    ess = effective_sample_size(d, jnp.array([[1.0, 0.0, 0.0, 0.0, 0.0, 3.0]]))
     np.testing.assert_allclose(np.asarray(ess), [[1.0, 1.0]], rtol=1e-6)  # one unit carries each arm
     with pytest.raises(ValueError, match="weights: expected"):
-        effective_sample_size(-jnp.ones((1, 6)), d)
+        effective_sample_size(d, -jnp.ones((1, 6)))
 
 
 def test_estimand_is_checked():
@@ -160,12 +160,12 @@ def test_zero_shot_att_weights_keep_their_effective_sample_size_on_another_size_
     test = synthetic_family(jax.random.key(4), 8, 160, 3, distribution="out")
     zs = cina_weights(fit.model, test)
     opt = att_balancing(kernel_matrix(test), test)
-    ess = np.asarray(effective_sample_size(zs.weights, test))[:, 0]
-    ess_opt = np.asarray(effective_sample_size(opt.weights, test))[:, 0]
+    ess = np.asarray(effective_sample_size(test, zs.weights))[:, 0]
+    ess_opt = np.asarray(effective_sample_size(test, opt.weights))[:, 0]
     n0 = np.asarray(((1 - test.treatment) * test.mask).sum(-1))
     assert np.all(ess >= ess_opt), (ess, ess_opt)
     assert np.all(ess >= 0.3 * n0), (ess, n0)
     unweighted = np.asarray(weighted_mmd(kernel_matrix(test), test)) + 0.1 / n0
     assert float(jnp.mean(zs.loss)) < 0.3 * unweighted.mean()
     assert np.all(np.asarray(zs.loss) >= np.asarray(opt.objective) * (1 - 1e-3))  # the optimum bounds it
-    assert np.all(np.isfinite(np.asarray(weighted_ate(zs.weights, test).estimate)))
+    assert np.all(np.isfinite(np.asarray(weighted_ate(test, zs.weights).estimate)))

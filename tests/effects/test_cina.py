@@ -53,8 +53,8 @@ def test_fit_cina_reaches_the_dual_solution(n, num_steps, max_dist):
     np.testing.assert_allclose(np.asarray(fit.loss), opt, rtol=0.02)
     dist = np.abs(np.asarray(fit.weights) - np.asarray(res.weights)).sum(-1)
     assert np.all(dist < max_dist), dist
-    ate_fit = weighted_ate(fit.weights, data).estimate
-    ate_dual = weighted_ate(res.weights, data).estimate
+    ate_fit = weighted_ate(data, fit.weights).estimate
+    ate_dual = weighted_ate(data, res.weights).estimate
     np.testing.assert_allclose(np.asarray(ate_fit), np.asarray(ate_dual), atol=max_dist)
 
 
@@ -85,7 +85,7 @@ def test_multi_dataset_training_lowers_loss():
     fit = fit_cina_multi(jax.random.key(2), model, train, num_steps=60, batch_size=8, learning_rate=1e-2)
     after = cina_weights(fit.model, train)
     assert float(jnp.mean(after.loss)) < float(jnp.mean(before.loss))
-    assert np.all(np.isfinite(np.asarray(weighted_ate(after.weights, train).estimate)))
+    assert np.all(np.isfinite(np.asarray(weighted_ate(train, after.weights).estimate)))
 
 
 @pytest.mark.slow

@@ -7,8 +7,20 @@ import numpy as np
 import pytest
 
 from jaxcore.datasets import load_lalonde
-from jaxcore.effects import (aipw, balancing_ate, difference_in_means, effect_data, ipw, linear_design, propensity,
-                             weighted_ate)
+from jaxcore.effects import (
+    aipw,
+    att_balancing,
+    balancing_ate,
+    balancing_dual,
+    difference_in_means,
+    effect_data,
+    effective_sample_size,
+    ipw,
+    kernel_matrix,
+    linear_design,
+    propensity,
+    weighted_ate,
+)
 
 
 def test_difference_in_means_closed_form(x64):
@@ -43,8 +55,37 @@ def test_weighted_ate_closed_form(x64):
     y = np.r_[2.0, 4.0, np.arange(38.0)]
     d = effect_data(np.zeros((40, 2)), np.r_[1, 1, np.zeros(38)], y)
     w = np.r_[1.0, 3.0, np.ones(38)]
-    r = weighted_ate(w[None], d)
+    r = weighted_ate(d, w[None])
     np.testing.assert_allclose(float(r.estimate[0]), 0.25 * 2 + 0.75 * 4 - np.arange(38.0).mean(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [weighted_ate, effective_sample_size])
+def test_data_first_and_the_old_order_still_accepted_with_a_deprecation_warning(fn):
+    """(data, weights) like every effects function; (weights, data), recognised by type, gives the same
+    answer with a DeprecationWarning naming the new order; keywords work in either order."""
+    d = effect_data(np.arange(6.0)[:, None], [1, 1, 0, 0, 0, 1], [1.0, 3.0, 2.0, 0.0, 5.0, 4.0])
+    w = np.array([[1.0, 2.0, 1.0, 3.0, 1.0, 0.5]])
+    new = fn(d, w)
+    with pytest.warns(DeprecationWarning, match=fn.__name__ + r"\(weights, data\) is deprecated: pass "
+                      + fn.__name__ + r"\(data, weights\)"):
+        old = fn(w, d)
+    assert jax.tree.leaves(old) and all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(old)))
+    kw = fn(weights=w, data=d)
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(kw)))
+    with pytest.raises(TypeError, match="data: expected"):  # neither argument a data set: no guessing
+        fn(w, w)
+
+
+def test_balancing_ate_default_tol_is_the_solvers():
+    """tol=None: balancing_dual's default (1e-4) for the ATE, att_balancing's (1e-5) for the ATT."""
+    d = linear_design(jax.random.key(1), 120, 3, effect=1.0, confounding=1.0)
+    k = kernel_matrix(d)
+    ate = balancing_ate(d, lam=1.0)
+    np.testing.assert_array_equal(np.asarray(ate.estimate),
+                                  np.asarray(weighted_ate(d, balancing_dual(k, d, lam=1.0, tol=1e-4).weights).estimate))
+    att = balancing_ate(d, estimand="att")
+    np.testing.assert_array_equal(np.asarray(att.estimate), np.asarray(
+        weighted_ate(d, att_balancing(k, d, lam=0.1, tol=1e-5).weights).estimate))
 
 
 @pytest.mark.parametrize("estimator", ["aipw", "balancing", "ipw"])

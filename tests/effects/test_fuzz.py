@@ -33,7 +33,7 @@ def _check(x, t, y, lam):
     np.testing.assert_allclose((a * sign).sum(-1), 0.0, atol=1e-4)
     np.testing.assert_allclose(np.where(sign > 0, w, 0).sum(-1), 1.0, rtol=1e-4)
     assert np.all(np.asarray(weighted_mmd(k, d, res.weights)) <= np.asarray(weighted_mmd(k, d)) * (1 + 1e-4) + 1e-6)
-    for r in (difference_in_means(d), weighted_ate(res.weights, d)):
+    for r in (difference_in_means(d), weighted_ate(d, res.weights)):
         assert np.all(np.isfinite(np.asarray(r.estimate))) and np.all(np.asarray(r.std_error) >= 0)
 
 

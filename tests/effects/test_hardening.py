@@ -63,9 +63,9 @@ def test_kernel_and_dual_arguments():
 def test_estimator_arguments():
     d = _d()
     with pytest.raises(ValueError, match="weights: expected shape"):
-        weighted_ate(jnp.ones((1, 5)), d)
+        weighted_ate(d, jnp.ones((1, 5)))
     with pytest.raises(ValueError, match="weights: expected finite values >= 0"):
-        weighted_ate(-jnp.ones((1, 6)), d)
+        weighted_ate(d, -jnp.ones((1, 6)))
     with pytest.raises(ValueError, match="clip: expected values in"):
         ipw(d, clip=0.5)
     with pytest.raises(ValueError, match="ridge: expected"):
@@ -137,7 +137,7 @@ def test_none_and_non_effect_data_get_the_house_type_error():
     d = _d()
     assert bool(jnp.isfinite(difference_in_means(d).estimate[0]))
     calls = [difference_in_means, ipw, aipw, propensity, standardize, kernel_matrix,
-             lambda x: weighted_ate(jnp.ones((1, 6)), x), lambda x: balancing_dual(jnp.eye(6)[None], x),
+             lambda x: weighted_ate(x, jnp.ones((1, 6))), lambda x: balancing_dual(jnp.eye(6)[None], x),
              lambda x: resample_datasets(jax.random.key(0), x, 2, 4), lambda x: weighted_mmd(jnp.ones((1, 6)), x)]
     for call in calls:
         for bad in (None, jnp.float32(1.0), {"x": X}):
@@ -155,11 +155,11 @@ def test_weighted_ate_refuses_an_arm_with_zero_total_weight():
     from jaxcore.effects import effect_data
 
     d = effect_data(np.zeros((4, 1)), [1, 1, 0, 0], [3.0, 5.0, 1.0, 1.0])
-    assert float(weighted_ate(jnp.array([[1.0, 1.0, 1.0, 0.0]]), d).estimate[0]) == pytest.approx(3.0)
+    assert float(weighted_ate(d, jnp.array([[1.0, 1.0, 1.0, 0.0]])).estimate[0]) == pytest.approx(3.0)
     with pytest.raises(ValueError, match="^weights: expected a positive weight on some control unit of every data set, "
                                          "got all zero on the control arm of data set 0"):
-        weighted_ate(jnp.array([[1.0, 1.0, 0.0, 0.0]]), d)
-    f = jax.jit(lambda w: weighted_ate(w, d).estimate)
+        weighted_ate(d, jnp.array([[1.0, 1.0, 0.0, 0.0]]))
+    f = jax.jit(lambda w: weighted_ate(d, w).estimate)
     assert float(f(jnp.array([[1.0, 1.0, 1.0, 0.0]]))[0]) == pytest.approx(3.0)
     with pytest.raises(Exception, match="weights: expected a positive weight on some treated and some control unit"):
         jax.block_until_ready(f(jnp.array([[0.0, 0.0, 1.0, 1.0]])))
