@@ -20,6 +20,7 @@ from jaxcore._util import (
     checked_positive,
     checked_range,
     checked_scalar,
+    checked_simplex,
     first_bad,
     trusted_values,
 )
@@ -86,6 +87,21 @@ def test_checked_scalar():
         jax.block_until_ready(run(jnp.float32(-1.0)))
     with pytest.raises(TypeError, match=r"^lr: expected a scalar, got an array of shape \(2,\)"):
         jax.jit(lambda x: checked_scalar(x, "lr"))(jnp.ones(2))
+
+
+def test_checked_simplex():
+    w = jnp.array([[0.25, 0.75], [1.0, 0.0]])
+    assert checked_simplex(w, "w", 1e-4) is w
+    with pytest.raises(ValueError, match=r"^w: expected finite values >= 0, got -0.5 at index \(1, 1\)$"):
+        checked_simplex(jnp.array([[0.5, 0.5], [1.5, -0.5]]), "w", 1e-4)
+    with pytest.raises(ValueError, match=r"^w: expected rows summing to 1 \(within 0.0001\), got sum float64 array"):
+        checked_simplex(jnp.array([[0.5, 0.5], [0.5, 0.25]]), "w", 1e-4)
+    run = eqx.filter_jit(lambda x: checked_simplex(x, "p", 1e-3, entries="probabilities", rows="probabilities summing to 1"))
+    np.testing.assert_array_equal(run(w), w)
+    with pytest.raises(RUNTIME, match="p: expected probabilities summing to 1"):
+        jax.block_until_ready(run(jnp.array([0.5, 0.4])))
+    with pytest.raises(RUNTIME, match="p: expected probabilities"):
+        jax.block_until_ready(run(jnp.array([1.5, -0.5])))
 
 
 def test_check_float_dtype():

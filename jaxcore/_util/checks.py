@@ -6,6 +6,11 @@ Every message reads ``"<argument>: expected <what>, got <value>"``; a wrong valu
 (:func:`is_concrete`); under ``jit`` the value checks that matter use :func:`error_if`, which wraps
 ``equinox.error_if`` with the same message and skips values a caller vouched for with
 :func:`trusted_values` (checked once, before a loop).
+
+The routine "check on the host when concrete, else ``error_if``" is written once, :func:`checked`,
+with its common cases :func:`checked_finite`, :func:`checked_positive`, :func:`checked_range`,
+:func:`checked_index`, :func:`checked_simplex` and :func:`checked_scalar`: a family keeps only the
+checks no other family needs (in its ``_checks.py``), built on these.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ __all__ = [
     "checked_positive",
     "checked_range",
     "checked_scalar",
+    "checked_simplex",
     "default_float",
     "describe",
     "error_if",
@@ -473,6 +479,29 @@ def checked_index(x: Any, name: str, n: int, what: str | None = None, *, check: 
     (the first bad entry named) or at run time. ``what`` defaults to ``"indices in [0, n)"``.
     """
     return checked(x, name, what or f"indices in [0, {n})", lambda a: (a < 0) | (a >= n), check=check)
+
+
+def checked_simplex(w: Any, name: str, tol: float, *, entries: str = "finite values >= 0",
+                    rows: str | None = None, check: bool = True) -> Any:
+    """:func:`checked` for weights or probabilities ``[..., m]``: entries finite and ``>= 0``, each row
+    (last axis) summing to 1 within ``tol``. Not normalised: the caller decides.
+
+    Two messages, ``"<name>: expected <entries>, got <first bad entry>"`` and ``"<name>: expected
+    <rows>, got sum <the row sums>"`` (``rows`` defaults to ``"rows summing to 1 (within <tol>)"``),
+    on the host or at run time (two checks).
+    """
+    rows = rows or f"rows summing to 1 (within {tol:g})"
+    w = checked_positive(w, name, allow_zero=True, what=entries, check=check)
+    if not check:
+        return w
+    if is_concrete(w):
+        sums = np.asarray(w).astype(np.float64).sum(axis=-1)
+        if np.any(np.abs(sums - 1.0) > tol):
+            raise ValueError(expected(name, rows, f"sum {describe(sums)}", raw=True))
+        return w
+    if is_trusted(w):
+        return w
+    return error_if(w, jnp.any(jnp.abs(jnp.sum(w, axis=-1) - 1.0) > tol), name, rows)
 
 
 def checked_scalar(x: Any, name: str, *, positive: bool = False, nonnegative: bool = False,

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcore._util import error_if, expected, is_concrete
+from jaxcore._util import checked_simplex, expected, is_concrete
 from jaxcore._util.checks import describe
 
 
@@ -60,19 +60,9 @@ def check_prob_vector(p, name: str, n: int | None = None, like: str | None = Non
     if a.ndim != 1 or (n is not None and a.shape[0] != n) or a.shape[0] < 1:
         want = f"shape [{n}]" + (f" like {like}" if like else "") if n is not None else "shape [n] with n >= 1"
         raise ValueError(expected(name, want, f"shape {tuple(a.shape)}", raw=True))
-    if is_concrete(a):
-        h = np.asarray(a, np.float64)
-        bad = ~np.isfinite(h) | (h < 0)
-        if bad.any():
-            i = int(np.argwhere(bad)[0][0])
-            raise ValueError(expected(name, "probabilities (finite, >= 0)", f"{float(h[i])!r} at index {i}", raw=True))
-        s = float(h.sum())
-        if abs(s - 1.0) > _sum_tol(a.dtype):
-            raise ValueError(expected(name, "probabilities summing to 1", f"sum {s!r}", raw=True))
-    else:  # traced (under jit): one run-time check, outside any loop
-        bad = jnp.any(~jnp.isfinite(a) | (a < 0)) | (jnp.abs(jnp.sum(a) - 1.0) > _sum_tol(a.dtype))
-        a = error_if(a, bad, name, "probabilities (finite, >= 0, summing to 1)")
-    return a
+    # traced (under jit): run-time checks, outside any loop
+    return checked_simplex(a, name, _sum_tol(a.dtype), entries="probabilities (finite, >= 0)",
+                           rows="probabilities summing to 1")
 
 
 def check_log_prob(log_prob, name: str, n: int | None = None, *, normalised: bool = True) -> jax.Array:

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcore._util import (check_float_dtype, checked_positive, default_float, describe, error_if, expected, first_bad,
+from jaxcore._util import (check_float_dtype, checked_simplex, default_float, expected, first_bad,
                            is_concrete)
 
 _HALF = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
@@ -68,15 +68,8 @@ def real_array(x: Any, name: str, what: str = "a real array") -> tuple[jax.Array
 
 def check_weights(w: jax.Array, name: str, tol: float) -> jax.Array:
     """Weights ``[..., m]``: finite, >= 0, each row summing to one within ``tol``; then normalised explicitly."""
-    w = checked_positive(w, name, allow_zero=True, what="finite non-negative weights")
-    if is_concrete(w):
-        sums = np.asarray(w).astype(np.float64).sum(axis=-1)
-        off = np.abs(sums - 1.0) > tol
-        if np.any(off):
-            raise ValueError(expected(name, f"weights summing to one (within {tol:g})",
-                                      f"sum {describe(sums)}", raw=True))
-    else:
-        w = error_if(w, jnp.any(jnp.abs(jnp.sum(w, axis=-1) - 1.0) > tol), name, f"weights summing to one (within {tol:g})")
+    w = checked_simplex(w, name, tol, entries="finite non-negative weights",
+                        rows=f"weights summing to one (within {tol:g})")
     return w / jnp.sum(w, axis=-1, keepdims=True)
 
 
