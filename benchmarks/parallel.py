@@ -12,7 +12,7 @@ A worker is ``python -m benchmarks.parallel``. It speaks JSON lines: the main pr
 suites print goes to its log, ``<out>/workers/worker-<i>.log``). A worker uses the main process's
 persistent compilation cache folder (``init["compile_cache"]``, none under ``--no-compile-cache``), so a
 second run loads its programs instead of compiling them again. A benchmark draws the same keys
-as in the main process (:func:`benchmarks.cli.task_key`), so its figures do not depend on where
+as in the main process (:func:`benchmarks.plan.task_key`), so its figures do not depend on where
 it ran. A worker that dies (a crash, the hard time limit's watchdog, memory) costs the task it
 was running, which is recorded as an error with the tail of its log; a new worker takes the rest.
 """
@@ -324,7 +324,7 @@ def worker_main() -> int:
     from . import runner
     import importlib
 
-    from .cli import task_key
+    from .plan import task_key
     from .registry import registry
 
     settings = types.SimpleNamespace(**init)

@@ -252,13 +252,3 @@ def load_checkpoint(path: str | pathlib.Path) -> NJDTPP:
         if f.read(1):
             raise ValueError(expected("path", what, f"{str(path)!r} with bytes after the weights", raw=True))
         return model
-
-
-def __getattr__(name: str) -> Any:
-    # compatibility: the training loss moved to training.py (issue 50); imported on first use, so that this
-    # module (a model) does not depend on the training module at import time
-    if name == "_train_loss":
-        from .training import training_loss
-
-        return training_loss
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

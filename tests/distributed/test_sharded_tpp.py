@@ -97,7 +97,7 @@ def test_train_draws_device_local_minibatches():
     import optax
 
     from jaxcore._util.minibatch import minibatch_schedule
-    from jaxcore.tpp.njdtpp import _train_loss
+    from jaxcore.tpp.training import training_loss
 
     model, batch, key = tpp.NJDTPP(2, key=jax.random.key(0), width=8, depth=1), _batch(), jax.random.key(5)
     opt, steps = optax.sgd(0.05), 3
@@ -119,7 +119,7 @@ def test_train_draws_device_local_minibatches():
     state = opt.init(params)
     for s, rows in enumerate(schedule):
         sub = tpp.EventBatch(batch.times[rows], batch.marks[rows], batch.mask[rows], batch.T[rows], batch.num_marks)
-        loss, g = jax.value_and_grad(_train_loss)(params, static, sub, None, 2, "window", False)
+        loss, g = jax.value_and_grad(training_loss)(params, static, sub, None, 2, "window", False)
         np.testing.assert_allclose(float(losses[s]), float(loss), rtol=1e-5)
         updates, state = opt.update(g, state, params)
         params = optax.apply_updates(params, updates)
