@@ -3,7 +3,8 @@
 A hierarchical sample is n random probability measures, each given by m weighted atoms
 (:class:`HierarchicalSample`); :func:`dlip` (the hierarchical IPM), :func:`wow`
 (Wasserstein over Wasserstein) and :func:`lower_bound` (W1 between the laws of the means)
-compare two of them, and :func:`permutation_test` tests whether they come from one law.
+compare two of them, and :func:`permutation_test` tests whether they come from one law
+(:func:`permutation_test_power`: its power or size versus n over independent data sets).
 :func:`dirichlet_process_approximation_error` measures how far the N-atom approximations of a
 Dirichlet process are from it (the paper's Section 6), beside the estimator's noise floor.
 Conventions: the interval containing the atoms is always ``interval=(a, b)``; d_lip's grid
@@ -45,6 +46,7 @@ from .generators import (
     uniform_mixture_base,
 )
 from .hipm import DLipResult, dlip, hipm_features, hipm_objective, lower_bound, w1_empirical
+from .power import PowerResult, permutation_test_power
 from .samples import HierarchicalSample, from_groups, hierarchical_sample, pad_atoms
 from .two_sample import TwoSampleResult, permutation_test, pool
 from .wasserstein import WoWResult, inner_cost_matrix, outer_ot_cost, wasserstein_1d, wow
@@ -54,6 +56,7 @@ __all__ = [
     "BaseSampler",
     "DLipResult",
     "HierarchicalSample",
+    "PowerResult",
     "TwoSampleResult",
     "WoWResult",
     "dirichlet_process_approximation_bounds",
@@ -72,6 +75,7 @@ __all__ = [
     "outer_ot_cost",
     "pad_atoms",
     "permutation_test",
+    "permutation_test_power",
     "pool",
     "uniform_base",
     "uniform_mixture_base",

@@ -50,6 +50,7 @@ FUZZED = {
     "uniform_mixture_base": ["intervals", "probs"],
     "dirichlet_process_approximation_bounds": ["alpha", "num_atoms"],
     "dirichlet_process_approximation_error": ["key", "alpha", "num_atoms", "num_reps"],
+    "permutation_test_power": ["key", "num_measures", "num_datasets", "level"],
 }
 CLASSES = ["dtypes int32/float16/bfloat16/float32/float64", "valid/zero/negative/NaN/inf values",
            "matched/mismatched shapes", "None", "int seeds as keys (where a key is taken)"]
@@ -400,6 +401,28 @@ def fuzz_dirichlet_process_approximation_error(data):
         ("key", "alpha", "num_atoms", "num_reps"), ok)
     if out is not None:
         assert all(x.shape == (1,) and float(x[0]) >= 0.0 for x in out)
+
+
+def fuzz_permutation_test_power(data):
+    target = data.draw(st.sampled_from(["key", "num_measures", "num_datasets", "level", "none"]))
+    kind = _kind(data)
+    bad = {"key": 7, "num_measures": [4, _SCALAR[kind]], "num_datasets": _SCALAR[kind], "level": _SCALAR[kind]}
+
+    def pair(k, n):
+        k1, k2 = jax.random.split(k)
+        return (ipm.dirichlet_process_stick_breaking(k1, ipm.uniform_base(), 1.0, n, 5),
+                ipm.dirichlet_process_stick_breaking(k2, ipm.uniform_base(), 1.0, n, 5))
+
+    args = {"key": KEY, "num_measures": [4], "num_datasets": 1, "level": 0.1}
+    if target != "none":
+        args[target] = bad[target]
+    ok = target == "none"  # every bad value above (1.5, 0, -1, NaN, inf) is out of its argument's range or type
+    out = check_outcome(lambda: ipm.permutation_test_power(
+        args["key"], pair, args["num_measures"], num_datasets=args["num_datasets"], level=args["level"],
+        statistic="lower_bound", num_permutations=9), ("key", "num_measures", "num_measures[1]", "num_datasets",
+                                                       "level"), ok)
+    if out is not None:
+        assert 0.0 <= float(out.rejection_rate[-1]) <= 1.0
 
 FUZZERS = {name[len("fuzz_"):]: fn for name, fn in dict(globals()).items() if name.startswith("fuzz_")}
 
