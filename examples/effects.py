@@ -49,18 +49,18 @@ def main(small: bool = False, out: str = "results/examples/effects", seed: int =
         "AIPW": aipw(data, estimand="att"),
         "kernel balancing": balancing_ate(data, estimand="att"),
         "CInA, single data set": weighted_ate(
-            fit_cina(data, num_steps=200 if small else 1000, estimand="att").weights, data),
+            data, fit_cina(data, num_steps=200 if small else 1000, estimand="att").weights),
     }
     train = resample_datasets(jax.random.key(seed), data, 32 if small else 256, 128 if small else 256,
                               min_units=64 if small else 128, shift=0.5)
     model = CInA(data.num_features, hidden=16 if small else 32, num_heads=2, estimand="att",
                  key=jax.random.key(seed + 1))
     fit = fit_cina_multi(jax.random.key(seed + 2), model, train, num_steps=30 if small else 300, learning_rate=3e-3)
-    results["CInA, zero-shot"] = weighted_ate(cina_weights(fit.model, data).weights, data)
+    results["CInA, zero-shot"] = weighted_ate(data, cina_weights(fit.model, data).weights)
     n0 = int((1 - d["treatment"]).sum())
     for name, r in results.items():
         est, se = float(r.estimate[0]), float(r.std_error[0])
-        ess = float(effective_sample_size(r.weights, data)[0, 0])
+        ess = float(effective_sample_size(data, r.weights)[0, 0])
         print(f"{name:24s} {est:7.0f} +- {se:5.0f}   error {est - d['benchmark']:+7.0f}   "
               f"ESS {ess:6.1f} of {n0} controls")
     x, t = d["x"], d["treatment"].astype(float)

@@ -160,8 +160,8 @@ def _dual_per_dataset(data, model):
 
 def _zs_check(kernel_out, base_out, case):
     data = case.args[0]
-    zs = weighted_ate(jnp.asarray(kernel_out), data)
-    opt = weighted_ate(jnp.asarray(base_out), data)
+    zs = weighted_ate(data, jnp.asarray(kernel_out))
+    opt = weighted_ate(data, jnp.asarray(base_out))
     gap = float(jnp.mean(jnp.abs(zs.estimate - opt.estimate)))
     se = float(jnp.mean(opt.std_error))
     if not np.all(np.isfinite(np.asarray(zs.estimate))) or gap > se:
@@ -207,12 +207,12 @@ def _methods(p, model, estimand="ate"):
     lam = p.get("lam_att", 0.1) if estimand == "att" else 1.0
 
     def svc(d):
-        return weighted_ate(jnp.asarray(svc_weights(kernel_matrix(d), d.treatment, d.mask, lam), d.x.dtype), d)
+        return weighted_ate(d, jnp.asarray(svc_weights(kernel_matrix(d), d.treatment, d.mask, lam), d.x.dtype))
 
     def bal(d):
         if estimand == "att":
-            return weighted_ate(att_balancing(kernel_matrix(d), d, lam=lam).weights, d)
-        return weighted_ate(balancing_dual(kernel_matrix(d), d, lam=lam, tol=_TOL).weights, d)
+            return weighted_ate(d, att_balancing(kernel_matrix(d), d, lam=lam).weights)
+        return weighted_ate(d, balancing_dual(kernel_matrix(d), d, lam=lam, tol=_TOL).weights)
 
     out = {
         "difference in means": difference_in_means,
@@ -223,14 +223,14 @@ def _methods(p, model, estimand="ate"):
         out["SVM balancing (sklearn SVC)"] = svc
     out["kernel balancing (jaxcore)"] = bal
     out["CInA (single data set)"] = lambda d: weighted_ate(
-        fit_cina(d, lam=lam, num_steps=p["cina_steps"], estimand=estimand).weights, d)
+        d, fit_cina(d, lam=lam, num_steps=p["cina_steps"], estimand=estimand).weights)
     if model is not None:
-        out["CInA zero-shot"] = lambda d: weighted_ate(cina_weights(model, d).weights, d)
+        out["CInA zero-shot"] = lambda d: weighted_ate(d, cina_weights(model, d).weights)
     return out
 
 
 def _control_ess(res, d):
-    return np.asarray(effective_sample_size(res.weights, d))[:, 0]
+    return np.asarray(effective_sample_size(d, res.weights))[:, 0]
 
 
 def _dml_batch(d, limit, score="ATE"):
@@ -394,7 +394,7 @@ def _run_lalonde(ctx):
             times.setdefault(name, []).append(sec / len(specs))
         zs, zs_ess = [], []
         for model in models:
-            res, sec = _timed(lambda z, m=model: weighted_ate(cina_weights(m, z).weights, z), stacked)
+            res, sec = _timed(lambda z, m=model: weighted_ate(z, cina_weights(m, z).weights), stacked)
             zs.append(np.asarray(res.estimate, np.float64))
             zs_ess.append(_control_ess(res, stacked))
             times.setdefault("CInA zero-shot", []).append(sec / len(specs))
@@ -478,7 +478,7 @@ def _run_validation(ctx):
     for lam in p["lams"]:
         ctx.progress(f"validation: ATT balancing lam={lam}")
         res = att_balancing(k, val, lam=lam)
-        est = weighted_ate(res.weights, val)
+        est = weighted_ate(val, res.weights)
         mae = float(np.mean(np.abs(np.asarray(est.estimate) - truth)))
         ess = float(np.median(_control_ess(est, val)))
         rows.append([f"ATT balancing lam={lam}", mae, ess, "-"])
@@ -492,7 +492,7 @@ def _run_validation(ctx):
                                 "att", p["lam_cina"])
         zs = cina_weights(model, val)
         ratio = float(np.mean(np.asarray(zs.loss))) / opt
-        mae = float(np.mean(np.abs(np.asarray(weighted_ate(zs.weights, val).estimate) - truth)))
+        mae = float(np.mean(np.abs(np.asarray(weighted_ate(val, zs.weights).estimate) - truth)))
         rows.append([f"zero-shot CInA (ATT) {steps} steps", mae, float(np.median(_control_ess(zs, val))), ratio])
         metrics[f"effects.validation.steps_{steps}.loss_ratio"] = ratio
     best_steps = min(p["train_steps"], key=lambda s: metrics[f"effects.validation.steps_{s}.loss_ratio"])
