@@ -132,7 +132,7 @@ class _Sampler(eqx.Module):
 
     parts: tuple
 
-    def init(self, batch_size):
+    def init(self, num_rows):
         return ()
 
     def __call__(self, state, logits, context):

@@ -589,9 +589,9 @@ class GrammarConstraint(LogitsProcessor):
         self.fsm = fsm
         self.check_state = check_bool(check_state, "check_state")
 
-    def init(self, batch_size: int) -> GrammarState:
+    def init(self, num_rows: int) -> GrammarState:
         """Every row in the start state, nothing drawn yet."""
-        b = check_int(batch_size, "batch_size", minimum=1)
+        b = check_int(num_rows, "num_rows", minimum=1)
         return GrammarState(jnp.full((b,), self.fsm.initial_state, jnp.int32), jnp.zeros((), bool))
 
     def __call__(self, state: GrammarState, logits: Float[Array, "B V"], context: Int[Array, "B W"]):

@@ -1,6 +1,6 @@
 """Logits processors: the per-token hook of :func:`generate` (temperature, top-k, top-p, chains).
 
-A processor is any object ``p`` with ``p.init(batch_size) -> state`` (a pytree),
+A processor is any object ``p`` with ``p.init(num_rows) -> state`` (a pytree),
 ``p(state, logits[B, V], context[B, W]) -> (logits, state)`` and an int ``p.context_size = W``;
 ``context[:, -1]`` is the most recent token and positions before a prompt's start hold -1.
 :class:`LogitsProcessor` is the abstract base class (an ``eqx.Module``: static configuration
@@ -36,8 +36,8 @@ class LogitsProcessor(eqx.Module):
 
     context_size = 1
 
-    def init(self, batch_size: int) -> Any:
-        """The initial state for ``batch_size`` sequences (default: no state, ``()``)."""
+    def init(self, num_rows: int) -> Any:
+        """The initial state for ``num_rows`` sequences (default: no state, ``()``)."""
         return ()
 
     @abc.abstractmethod
@@ -48,7 +48,7 @@ class LogitsProcessor(eqx.Module):
 def check_processor(p, name: str = "processor"):
     """TypeError unless ``p`` has ``init``, is callable and has an int ``context_size >= 1``."""
     if not (callable(p) and callable(getattr(p, "init", None))):
-        raise TypeError(expected(name, "a logits processor (init(batch_size) and __call__(state, logits, context))",
+        raise TypeError(expected(name, "a logits processor (init(num_rows) and __call__(state, logits, context))",
                                  type(p).__name__, raw=True))
     w = getattr(p, "context_size", None)
     if isinstance(w, bool) or not isinstance(w, int) or w < 1:
@@ -73,8 +73,8 @@ class Chain(LogitsProcessor):
     def context_size(self) -> int:  # type: ignore[override]
         return max((p.context_size for p in self.processors), default=1)
 
-    def init(self, batch_size: int):
-        return tuple(p.init(batch_size) for p in self.processors)
+    def init(self, num_rows: int):
+        return tuple(p.init(num_rows) for p in self.processors)
 
     def __call__(self, state, logits, context):
         new = []

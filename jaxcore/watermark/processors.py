@@ -1,6 +1,6 @@
 """DiPmark and KGW as logits processors of ``jaxcore.lm``'s decoding loop.
 
-A processor ``p`` has ``p.init(batch_size) -> state`` and
+A processor ``p`` has ``p.init(num_rows) -> state`` and
 ``p(state, logits[B, V], context[B, W]) -> (logits, state)`` with ``W = p.context_size``; it is
 called once per generated token inside the jitted ``lax.scan`` of ``jaxcore.lm.generate``, with
 ``context[:, -1]`` the most recent token and -1 before the start of a left-padded prompt.
@@ -81,8 +81,8 @@ def _lookup_insert(table: UInt32[Array, " C"], h: UInt32[Array, ""]) -> tuple[An
     return found, table.at[slot].set(jnp.where(empty, h, v))
 
 
-def _init_state(batch_size: Any, capacity: int) -> WatermarkState:
-    b = check_int(batch_size, "batch_size", minimum=1)
+def _init_state(num_rows: Any, capacity: int) -> WatermarkState:
+    b = check_int(num_rows, "num_rows", minimum=1)
     return WatermarkState(jnp.zeros((b, capacity), jnp.uint32), jnp.zeros(b, jnp.int32), jnp.zeros(b, jnp.int32))
 
 
@@ -107,9 +107,9 @@ class _Watermark(lm.LogitsProcessor):
     capacity: int = eqx.field(static=True)
     skip_repeated: bool = eqx.field(static=True)
 
-    def init(self, batch_size: int) -> WatermarkState:
-        """The empty state for ``batch_size`` rows (an empty hash set per row)."""
-        return _init_state(batch_size, self.capacity)
+    def init(self, num_rows: int) -> WatermarkState:
+        """The empty state for ``num_rows`` rows (an empty hash set per row)."""
+        return _init_state(num_rows, self.capacity)
 
     def _prepare(self, state, logits, context):
         if logits.ndim != 2 or logits.shape[-1] != self.vocab_size:

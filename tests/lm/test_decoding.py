@@ -23,9 +23,9 @@ class Recorder(lm.LogitsProcessor):
     vocab_size: int = eqx.field(static=True)
     context_size: int = eqx.field(static=True, default=3)
 
-    def init(self, batch_size):
-        return (jnp.zeros((batch_size, self.num_steps, self.vocab_size)),
-                jnp.zeros((batch_size, self.num_steps, self.context_size), jnp.int32), jnp.zeros((), jnp.int32))
+    def init(self, num_rows):
+        return (jnp.zeros((num_rows, self.num_steps, self.vocab_size)),
+                jnp.zeros((num_rows, self.num_steps, self.context_size), jnp.int32), jnp.zeros((), jnp.int32))
 
     def __call__(self, state, logits, context):
         buf, ctx, t = state
@@ -130,10 +130,10 @@ class HiddenRecorder(lm.LogitsProcessor):
     candidates: tuple = eqx.field(static=True, default=(3, 7))
     uses_hidden = True
 
-    def init(self, batch_size):
+    def init(self, num_rows):
         k = len(self.candidates)
-        return (jnp.zeros((batch_size, self.num_steps, self.dim)),
-                jnp.zeros((batch_size, self.num_steps, k, self.dim)), jnp.zeros((), jnp.int32))
+        return (jnp.zeros((num_rows, self.num_steps, self.dim)),
+                jnp.zeros((num_rows, self.num_steps, k, self.dim)), jnp.zeros((), jnp.int32))
 
     def __call__(self, state, logits, context, *, hidden, extend):
         h, e, t = state
@@ -178,7 +178,7 @@ class _Spoil(lm.LogitsProcessor):
     value: float = eqx.field(static=True)
     whole_row: bool = eqx.field(static=True)
 
-    def init(self, batch_size):
+    def init(self, num_rows):
         return jnp.zeros((), jnp.int32)
 
     def __call__(self, state, logits, context):
