@@ -555,11 +555,23 @@ def _decoding_verdict(cells):
                         else "tied within the intervals")
                 above += side == "above"
                 below += side == "below"
+                gap = r - ref
+                need = ("" if side != "tied within the intervals" or gap == 0 else
+                        f" (gap {gap:+.3f} against intervals summing to {e + ref_e:.3f}: about "
+                        f"{((e + ref_e) / abs(gap)) ** 2:.0f}x the samples would resolve it)")
                 lines.append(f"- CD-Q {setting}: reward {r:.3f} +- {e:.3f} at KL {kl:.2f} vs best-of-K {ref:.3f} +- "
-                             f"{ref_e:.3f} at the same KL: {side}")
+                             f"{ref_e:.3f} at the same KL: {side}{need}")
             else:
                 lines.append(f"- CD-Q {setting}: reward {r:.3f} +- {e:.3f} at KL {kl:.2f}, beyond best-of-K's "
                              "largest KL")
+        blocks = sorted((k[len(pre):-len(".reward")], m[k.replace(".reward", ".kl")], v, ci(k)) for k, v in m.items()
+                        if k.startswith(pre + "blockwise_M=") and k.endswith(".reward")
+                        and not k.startswith(pre + "blockwise_M=whole"))
+        for setting, kl, r, e in blocks:
+            where = (f"best-of-K {float(np.interp(kl, xs, ys)):.3f} at the same KL" if kl <= xs[-1]
+                     else "beyond best-of-K's largest KL")
+            lines.append(f"- blockwise CD {setting.split('_', 1)[1].replace('.', ' ')}: reward {r:.3f} +- {e:.3f} at KL (bound) "
+                         f"{kl:.2f}; {where}")
         fits = sorted(k for k in m if k.startswith(pre + "fit.") and k.endswith(".heldout"))
         if fits:
             lines.append("- prefix scorers (held-out error vs the constant predictor): " + ", ".join(
@@ -595,8 +607,7 @@ register_reproduction(Reproduction(
            "value head keeps the sequence reward (blockwise CD ranks whole blocks with it). Base samples: a training "
            "pool (24 per prompt: 768 samples, three times the earlier run's 256) and a held-out pool (48 per "
            "prompt: 1536) of the same prompts; 96 evaluation samples (3 per prompt) per method. Each head's learning "
-           "rate "
-           "and step count are chosen on the held-out pool's error against its Monte Carlo target, and reported "
+           "rate and step count are chosen on the held-out pool's error against its Monte Carlo target, and reported "
            "beside the constant predictor's (the training mean) on the same samples; the held-out pool is also "
            "best-of-K's candidates (best-of-K ranks by the reward itself, so the heads play no part in it). The "
            "strengths were set before the run from the targets' scale (a digit token is worth 1/16: lambda 16 adds "
