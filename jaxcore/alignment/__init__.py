@@ -50,7 +50,7 @@ from .study import (
     score_continuations,
     toxicity_study,
 )
-from .value_vectors import (
+from .vectors import (
     ValueVectorChange,
     ValueVectorRanking,
     VocabProjection,

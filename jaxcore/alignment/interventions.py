@@ -27,7 +27,7 @@ from jaxcore import lm
 from jaxcore._util import check_int, check_scalar, expected
 
 from .activations import _check_neurons, mean_hidden
-from .value_vectors import _direction
+from .vectors import _direction
 
 __all__ = ["residual_offset", "scale_keys", "subtract_direction"]
 

@@ -43,7 +43,7 @@ from .interventions import scale_keys, subtract_direction
 from .pairs import PreferencePairs, preference_pairs
 from .probe import ProbeResult, fit_probe
 from .prompts import NEUTRAL_PROMPTS, PROVOCATIVE_PROMPTS
-from .value_vectors import ValueVectorChange, ValueVectorRanking, rank_value_vectors, value_vector_change, vocab_scores
+from .vectors import ValueVectorChange, ValueVectorRanking, rank_value_vectors, value_vector_change, vocab_scores
 
 __all__ = ["Continuations", "ToxicityEval", "ToxicityStudy", "sample_continuations", "score_continuations",
            "toxicity_study"]

@@ -36,7 +36,7 @@ from .contracted import ContractedGraph, ContractedQueryResult, contract, query_
 from .dynamic import ClusteringState, QueryResult, init_clustering, query_clustering, update_clustering
 from .eigensolver import EigenResult, laplacian_matvec, smallest_eigenpairs
 from .graph import DynamicGraph, add_edges, capacity_bucket, empty_graph, from_edges
-from .kmeans import KMeansResult, kmeans
+from .clustering import KMeansResult, kmeans
 from .sparsifier import Sparsifier, sparsify, update_sparsifier
 from .spectral import SpectralResult, spectral_clustering
 from .streams import GraphStream, knn_edges, knn_stream, sbm_edges, sbm_graph, sbm_merge_stream, sbm_stream

@@ -34,7 +34,7 @@ from jaxcore._util import check_bool, check_int, check_key, check_scalar, expect
 
 from .eigensolver import _subspace_iteration
 from .graph import DynamicGraph, capacity_bucket
-from .kmeans import _kmeans, cluster_bucket
+from .clustering import _kmeans, cluster_bucket
 
 __all__ = ["ContractedGraph", "ContractedQueryResult", "contract", "query_contracted", "update_contracted"]
 

@@ -42,7 +42,7 @@ from jaxtyping import Array, Bool, Float, Int
 from jaxcore._util import as_float_array, check_finite, check_int, check_key, check_scalar, expected, is_concrete
 
 from .graph import DynamicGraph
-from .kmeans import cluster_bucket
+from .clustering import cluster_bucket
 
 __all__ = ["EigenResult", "laplacian_matvec", "smallest_eigenpairs"]
 

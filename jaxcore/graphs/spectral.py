@@ -22,7 +22,7 @@ from jaxcore._util import check_int, check_key
 
 from .eigensolver import _chfsi, _solver_args
 from .graph import DynamicGraph
-from .kmeans import _kmeans
+from .clustering import _kmeans
 
 __all__ = ["SpectralResult", "spectral_clustering"]
 

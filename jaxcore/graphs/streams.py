@@ -324,7 +324,7 @@ def knn_edges(x: Any, num_neighbors: int, *, chunk_size: int = 1024) -> tuple[np
     """
     from jaxcore._util import as_float_array, check_finite
 
-    from .kmeans import check_squared_distances
+    from .clustering import check_squared_distances
 
     xa = as_float_array(x, "x")
     if xa.ndim != 2 or xa.shape[0] < 2:
