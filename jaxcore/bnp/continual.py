@@ -279,7 +279,7 @@ class _ContinualConfigFields(NamedTuple):
     kl_weight: float = 1.0
     ewc_lambda: float = 1000.0
     num_fisher_samples: int = 256
-    eval_batch_size: int = 256
+    eval_chunk_size: int = 256
 
 
 class ContinualConfig(_ContinualConfigFields):
@@ -297,7 +297,7 @@ class ContinualConfig(_ContinualConfigFields):
         kl_weight: KL multiplier for the Bayesian methods (1 = the ELBO).
         ewc_lambda: EWC penalty strength.
         num_fisher_samples: examples used for the EWC Fisher of each task.
-        eval_batch_size: test images per forward pass when the accuracies are measured (a ``lax.map``
+        eval_chunk_size: test images per forward pass when the accuracies are measured (a ``lax.map``
             over blocks of this many images per seed; the counts, hence the accuracies, do not depend on
             it). It bounds the evaluation's memory: the CNN's 3x3 patches are ``72 * 4`` bytes per pixel
             per image at width 8, 2.7 GB a pass for 3 seeds x 5 tasks x 2,000 MNIST test images at once.
@@ -315,10 +315,10 @@ class ContinualConfig(_ContinualConfigFields):
 
     def __new__(cls, num_steps: int = 150, batch_size: int = 64, num_samples: int = 2, learning_rate: float = 5e-3,
                 kl_weight: float = 1.0, ewc_lambda: float = 1000.0, num_fisher_samples: int = 256,
-                eval_batch_size: int = 256):
+                eval_chunk_size: int = 256):
         self = super().__new__(cls, num_steps, batch_size, num_samples, learning_rate, kl_weight, ewc_lambda,
-                               num_fisher_samples, eval_batch_size)
-        for name in ("num_steps", "batch_size", "num_samples", "num_fisher_samples", "eval_batch_size"):
+                               num_fisher_samples, eval_chunk_size)
+        for name in ("num_steps", "batch_size", "num_samples", "num_fisher_samples", "eval_chunk_size"):
             check_int(getattr(self, name), f"config.{name}", 1)
         check_scalar(self.learning_rate, "config.learning_rate", positive=True)
         check_scalar(self.kl_weight, "config.kl_weight", nonnegative=True)
@@ -432,7 +432,7 @@ def run_continual(keys, method: str, model: AbstractAdaptiveNetwork, tasks, conf
     check_int(config.batch_size, "config.batch_size", 1)
     check_int(config.num_samples, "config.num_samples", 1)
     check_int(config.num_fisher_samples, "config.num_fisher_samples", 1)
-    check_int(config.eval_batch_size, "config.eval_batch_size", 1)
+    check_int(config.eval_chunk_size, "config.eval_chunk_size", 1)
     check_scalar(config.learning_rate, "config.learning_rate", positive=True)
     check_scalar(config.kl_weight, "config.kl_weight", nonnegative=True)
     check_scalar(config.ewc_lambda, "config.ewc_lambda", nonnegative=True)
@@ -498,7 +498,7 @@ def _evaluate(predict, data, masks_all, params, num_tasks, heads, chunk):
 
 
 @functools.lru_cache(maxsize=16)
-def _bayes_fns(model, num_steps, batch_size, num_samples, num_tasks, eval_batch_size):
+def _bayes_fns(model, num_steps, batch_size, num_samples, num_tasks, eval_chunk_size):
     """Compiled (seed-vmapped) training, prior update, hard masks and evaluation, shared by adaptive and VCL.
 
     ``model`` is a shape template (hashable); the trained networks are arguments."""
@@ -516,14 +516,14 @@ def _bayes_fns(model, num_steps, batch_size, num_samples, num_tasks, eval_batch_
     train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0) + (None,) * 7))
     predict = lambda p, m, x, h: p.predict_logits(m, x, h)  # noqa: E731
     evaluate = jax.jit(jax.vmap(
-        lambda p, m, d: _evaluate(predict, d, m, p, num_tasks, heads, eval_batch_size), in_axes=(0, 0, None)))
+        lambda p, m, d: _evaluate(predict, d, m, p, num_tasks, heads, eval_chunk_size), in_axes=(0, 0, None)))
     return train, evaluate
 
 
 def _bayes_run(model, data, keys, config, num_tasks, adapt, prog):
     # the data and the hyper-parameters are arguments of the compiled functions (never closed-over constants)
     train, evaluate = _bayes_fns(model, config.num_steps, config.batch_size, config.num_samples, num_tasks,
-                                 config.eval_batch_size)
+                                 config.eval_chunk_size)
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
     params = jax.vmap(lambda k: _rebuild(model, k))(init_keys)
     prior = jax.vmap(lambda k: _rebuild(model, k).init_prior())(keys)
@@ -552,7 +552,7 @@ def _finish(rows, stored, num_tasks, layer_ndim):
 
 
 @functools.lru_cache(maxsize=16)
-def _det_fns(model, num_steps, batch_size, num_fisher_samples, num_tasks, eval_batch_size):
+def _det_fns(model, num_steps, batch_size, num_fisher_samples, num_tasks, eval_chunk_size):
     """Compiled (seed-vmapped) training and evaluation shared by fine-tuning and EWC (``lambda`` traced)."""
     heads = model.num_heads
 
@@ -590,7 +590,7 @@ def _det_fns(model, num_steps, batch_size, num_fisher_samples, num_tasks, eval_b
     train = jax.jit(jax.vmap(train, in_axes=(0, 0, 0, 0) + (None,) * 6))
     all_on = jnp.ones((num_tasks,) + tuple(model.mask_shape()), bool)
     evaluate = jax.jit(jax.vmap(lambda w, d: _evaluate(
-        lambda p, m, x, h: _det_forward(model, p, x, h), d, all_on, w, num_tasks, heads, eval_batch_size),
+        lambda p, m, x, h: _det_forward(model, p, x, h), d, all_on, w, num_tasks, heads, eval_chunk_size),
         in_axes=(0, None)))
 
     return train, evaluate
@@ -598,7 +598,7 @@ def _det_fns(model, num_steps, batch_size, num_fisher_samples, num_tasks, eval_b
 
 def _det_run(model, data, keys, config, num_tasks, ewc, prog):
     train, evaluate = _det_fns(model, config.num_steps, config.batch_size, config.num_fisher_samples, num_tasks,
-                               config.eval_batch_size)
+                               config.eval_chunk_size)
 
     def init(k):
         p = _rebuild(model, jax.random.fold_in(k, 0))

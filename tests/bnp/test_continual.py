@@ -186,16 +186,16 @@ def test_chunked_evaluation_equals_unchunked_cnn():
 
 
 @pytest.mark.slow  # four small training programs compiled: ~20 CPU-seconds
-def test_eval_batch_size_does_not_change_run_continual():
+def test_eval_chunk_size_does_not_change_run_continual():
     """run_continual's accuracy matrix is the same with test blocks of 3 images as with one block of all."""
     tasks = planted_two_task_problem(n=40, d=4)
     model = eqx.filter_eval_shape(lambda k: AdaptiveMLP(4, 6, 2, 2, 2, key=k), jax.random.key(0))
     keys = jax.random.split(jax.random.key(3), 2)
     out = {}
     for b in (3, 1000):
-        cfg = ContinualConfig(num_steps=5, batch_size=8, num_samples=1, num_fisher_samples=8, eval_batch_size=b)
+        cfg = ContinualConfig(num_steps=5, batch_size=8, num_samples=1, num_fisher_samples=8, eval_chunk_size=b)
         out[b] = {m: np.asarray(run_continual(keys, m, model, tasks, cfg).accuracy) for m in ("adaptive", "finetune")}
     for m in ("adaptive", "finetune"):
         np.testing.assert_array_equal(out[3][m], out[1000][m], err_msg=m)
-    with pytest.raises(ValueError, match=r"^config.eval_batch_size: expected"):
-        ContinualConfig(eval_batch_size=0)
+    with pytest.raises(ValueError, match=r"^config.eval_chunk_size: expected"):
+        ContinualConfig(eval_chunk_size=0)
